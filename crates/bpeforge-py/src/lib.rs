@@ -1,0 +1,68 @@
+//! `bpeforge._core`: the thin layer between Python and the Rust core.
+//!
+//! Each function converts its arguments, releases the GIL around the core
+//! call, and maps errors. Policy (defaults, argument checks a user reads) lives
+//! in `python/bpeforge`; algorithms live in `crates/bpeforge`.
+
+mod errors;
+mod observer;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use bpeforge::pretokenize::Gpt2Splitter;
+use bpeforge::train::{TrainOptions, DEFAULT_CHUNK_SIZE};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use errors::{panic_to_py_err, to_py_err};
+use observer::PyObserver;
+
+/// Train; returns `(vocab bytes by id, merges as (left, right), stats dict)`.
+#[pyfunction]
+#[pyo3(signature = (paths, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None))]
+fn train<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    vocab_size: usize,
+    special_tokens: Vec<String>,
+    num_threads: Option<usize>,
+    chunk_size: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let options =
+        TrainOptions { vocab_size, special_tokens, num_threads, chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
+    let observer = PyObserver::new(progress);
+    let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| bpeforge::train(&paths, &options, &observer))));
+    let result = match outcome {
+        Ok(Ok(result)) => result,
+        Ok(Err(error)) => {
+            let pending = observer.error.lock().unwrap_or_else(|e| e.into_inner()).take();
+            return Err(pending.unwrap_or_else(|| to_py_err(error)));
+        }
+        Err(panic) => return Err(panic_to_py_err(panic)),
+    };
+    let vocab = PyList::new(py, result.vocab.iter().map(|bytes| PyBytes::new(py, bytes)))?;
+    let merges = PyList::new(py, result.merges.iter().map(|(l, r)| (PyBytes::new(py, l), PyBytes::new(py, r))))?;
+    let stats = PyDict::new(py);
+    stats.set_item("bytes_read", result.stats.bytes_read)?;
+    stats.set_item("unique_pretokens", result.stats.unique_pretokens)?;
+    stats.set_item("pretokenize_seconds", result.stats.pretokenize_time.as_secs_f64())?;
+    stats.set_item("merge_seconds", result.stats.merge_time.as_secs_f64())?;
+    stats.set_item("threads", result.stats.threads)?;
+    PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
+}
+
+/// The GPT-2 pre-tokens of one document (no special-token handling).
+#[pyfunction]
+fn pretokenize(text: &str) -> Vec<&str> {
+    Gpt2Splitter::new(text).collect()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! Reading a file in bounded chunks cut where the result cannot change.
+//!
+//! Each chunk is pre-tokenized on its own, in parallel, so a cut must fall where
+//! the whole text would split anyway:
+//! - right after a special token (a document boundary), or
+//! - before ASCII whitespace that follows a non-space char
+//!   (`pretokenize::is_split_point`), never inside a special token.
+//!
+//! Special-token matches that start `max_len` bytes or more before the end of
+//! the buffer cannot change when more input arrives, so only those decide a cut.
+//! Where no cut exists (one huge piece), the reader reads on, doubling its
+//! target: memory is then bounded by the largest piece, not the file.
+
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::pretokenize::is_split_point;
+use crate::specials::SpecialSplitter;
+
+/// A run of whole documents or pieces of one: valid UTF-8 and cut safely.
+pub struct Chunk {
+    pub text: String,
+    /// Byte offset of `text` in its file, for error messages.
+    pub offset: u64,
+}
+
+pub struct ChunkReader<'s, R> {
+    reader: R,
+    path: PathBuf,
+    specials: &'s SpecialSplitter,
+    target: usize,
+    buf: Vec<u8>,
+    offset: u64,
+    eof: bool,
+}
+
+impl<'s, R: Read> ChunkReader<'s, R> {
+    /// `target` is the preferred chunk size in bytes (at least 1).
+    pub fn new(reader: R, path: &Path, specials: &'s SpecialSplitter, target: usize) -> Self {
+        Self {
+            reader,
+            path: path.to_path_buf(),
+            specials,
+            target: target.max(1),
+            buf: Vec::new(),
+            offset: 0,
+            eof: false,
+        }
+    }
+
+    /// The next chunk, or `None` at the end of the input.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, Error> {
+        let mut want = self.target;
+        loop {
+            self.fill(want)?;
+            if self.buf.is_empty() {
+                return Ok(None);
+            }
+            if self.eof {
+                let all = std::mem::take(&mut self.buf);
+                return self.finish(all).map(Some);
+            }
+            if let Some(cut) = find_cut(&self.buf, self.specials) {
+                let rest = self.buf.split_off(cut);
+                let chunk = std::mem::replace(&mut self.buf, rest);
+                return self.finish(chunk).map(Some);
+            }
+            want = want.saturating_mul(2);
+        }
+    }
+
+    /// Read until the buffer holds `want` bytes or the input ends.
+    fn fill(&mut self, want: usize) -> Result<(), Error> {
+        while self.buf.len() < want && !self.eof {
+            let len = self.buf.len();
+            self.buf.resize(want, 0);
+            match self.reader.read(&mut self.buf[len..]) {
+                Ok(0) => {
+                    self.buf.truncate(len);
+                    self.eof = true;
+                }
+                Ok(n) => self.buf.truncate(len + n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => self.buf.truncate(len),
+                Err(e) => {
+                    self.buf.truncate(len);
+                    return Err(Error::io(&self.path, e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, bytes: Vec<u8>) -> Result<Chunk, Error> {
+        let offset = self.offset;
+        self.offset += bytes.len() as u64;
+        String::from_utf8(bytes).map(|text| Chunk { text, offset }).map_err(|e| Error::InvalidUtf8 {
+            path: self.path.clone(),
+            offset: offset + e.utf8_error().valid_up_to() as u64,
+        })
+    }
+}
+
+/// The last safe cut in `buf`, if any (see the module docs).
+fn find_cut(buf: &[u8], specials: &SpecialSplitter) -> Option<usize> {
+    let settled = buf.len().checked_sub(specials.max_len())?;
+    let last_special_end =
+        specials.find_all(buf).take_while(|&(start, _, _)| start < settled).last().map(|(_, end, _)| end);
+    let floor = last_special_end.unwrap_or(0);
+    let upper = settled.min(buf.len().saturating_sub(1));
+    let whitespace_cut = (floor + 1..=upper)
+        .rev()
+        .find(|&pos| matches!(buf[pos], b' ' | b'\n' | b'\t' | b'\r') && is_split_point(buf, pos));
+    whitespace_cut.or(last_special_end.filter(|&end| end > 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(text: &str, specials: &[&str], target: usize) -> Vec<String> {
+        let tokens: Vec<String> = specials.iter().map(|s| s.to_string()).collect();
+        let splitter = SpecialSplitter::new(&tokens).unwrap();
+        let mut reader = ChunkReader::new(text.as_bytes(), Path::new("t"), &splitter, target);
+        let mut out = Vec::new();
+        while let Some(chunk) = reader.next_chunk().unwrap() {
+            out.push(chunk.text);
+        }
+        out
+    }
+
+    #[test]
+    fn cuts_before_whitespace_after_a_word() {
+        // "a  b" must not be cut inside the run: the run's last space leads " b".
+        assert_eq!(chunks("aa  bb cc", &[], 3), ["aa", "  bb", " cc"]);
+    }
+
+    #[test]
+    fn never_cuts_inside_a_special_token() {
+        let tokens = ["<|e|>".to_string(), "<|e|><|e|>".to_string()];
+        let splitter = SpecialSplitter::new(&tokens).unwrap();
+        let specials_in =
+            |text: &str| -> Vec<usize> { splitter.find_all(text.as_bytes()).map(|(_, _, index)| index).collect() };
+        let text = "x<|e|> y<|e|><|e|>z <|e|>";
+        // In the whole text: one single, one double (longest first), one single.
+        assert_eq!(specials_in(text), [0, 1, 0]);
+        for target in 1..text.len() + 2 {
+            let parts = chunks(text, &["<|e|>", "<|e|><|e|>"], target);
+            assert_eq!(parts.concat(), text);
+            let found: Vec<usize> = parts.iter().flat_map(|p| specials_in(p)).collect();
+            assert_eq!(found, [0, 1, 0], "target {target}: {parts:?}");
+        }
+    }
+
+    #[test]
+    fn reports_the_file_offset_of_invalid_utf8() {
+        let splitter = SpecialSplitter::new(&[]).unwrap();
+        let bytes: &[u8] = b"ok ok ok \xff";
+        let mut reader = ChunkReader::new(bytes, Path::new("bad.txt"), &splitter, 4);
+        let err = loop {
+            match reader.next_chunk() {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("no error"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.to_string(), "bad.txt: invalid UTF-8 at byte offset 9; the corpus must be UTF-8 text");
+    }
+}

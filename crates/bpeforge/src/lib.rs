@@ -1,0 +1,23 @@
+//! bpeforge: byte-level BPE training (and, later, encoding) in pure Rust.
+//!
+//! No Python here: `crates/bpeforge-py` is the thin PyO3 layer over this crate.
+//! Map of the crate, one concept per module:
+//! - `pretokenize`: the GPT-2 pattern as a hand-written scanner;
+//! - `charclass` + `unicode_tables`: its character classes, generated from `regex`;
+//! - `specials`: splitting on special tokens, longest first;
+//! - `chunking`: reading files in chunks cut where the result cannot change;
+//! - `train`: counting and the merge loop;
+//! - `progress`, `error`: how work reports, stops and fails.
+
+pub mod charclass;
+pub mod chunking;
+pub mod error;
+pub mod pretokenize;
+pub mod progress;
+pub mod specials;
+pub mod train;
+mod unicode_tables;
+
+pub use error::Error;
+pub use progress::{Observer, Phase, Silent};
+pub use train::{train, TrainOptions, TrainResult, TrainStats};

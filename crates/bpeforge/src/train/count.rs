@@ -1,0 +1,171 @@
+//! Phase 1 of training: read the corpus, pre-tokenize, count distinct pre-tokens.
+//!
+//! The corpus is read as one stream of safely cut chunks (`chunking.rs`) over
+//! all files in order; a batch of chunks is counted in parallel on the pool,
+//! each worker into a map keyed by slices of its chunk (no allocation per
+//! pre-token), and the batch's map is folded into the owned corpus-wide table.
+//! Memory: one batch of text plus the table of distinct pre-tokens.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::chunking::{Chunk, ChunkReader};
+use crate::error::Error;
+use crate::pretokenize::Gpt2Splitter;
+use crate::progress::{Observer, Phase};
+use crate::specials::{Piece, SpecialSplitter};
+
+/// Distinct pre-tokens (UTF-8 bytes) and how often each occurs. u64: a large
+/// corpus overflows 32-bit counts.
+pub type PretokenCounts = FxHashMap<Box<[u8]>, u64>;
+
+/// Count the pre-tokens of `paths`, one corpus whose files each end a document.
+/// Returns the table and the number of bytes read.
+pub fn count_files(
+    paths: &[PathBuf],
+    specials: &SpecialSplitter,
+    chunk_size: usize,
+    pool: &rayon::ThreadPool,
+    observer: &dyn Observer,
+) -> Result<(PretokenCounts, u64), Error> {
+    let total_bytes = total_size(paths)?;
+    let mut chunks = CorpusChunks { paths, next_path: 0, reader: None, specials, chunk_size };
+    let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
+    let mut counts = PretokenCounts::default();
+    let mut done = 0u64;
+    observer.progress(Phase::Pretokenize, 0, total_bytes)?;
+    loop {
+        let batch = chunks.next_batch(batch_bytes)?;
+        if batch.is_empty() {
+            return Ok((counts, done));
+        }
+        let batch_counts = pool.install(|| count_batch(&batch, specials));
+        fold_into(&mut counts, batch_counts);
+        done += batch.iter().map(|c| c.text.len() as u64).sum::<u64>();
+        observer.progress(Phase::Pretokenize, done, total_bytes.max(done))?;
+    }
+}
+
+/// Add up the sizes up front: this also names a missing file or a directory
+/// before any work is done.
+fn total_size(paths: &[PathBuf]) -> Result<u64, Error> {
+    let mut total = 0;
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            let err = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a text file");
+            return Err(Error::io(path, err));
+        }
+        total += meta.len();
+    }
+    Ok(total)
+}
+
+/// Count one text that may hold several documents.
+pub fn count_text<'a>(text: &'a str, specials: &SpecialSplitter, counts: &mut FxHashMap<&'a [u8], u64>) {
+    for piece in specials.split(text) {
+        if let Piece::Text(document) = piece {
+            for pretoken in Gpt2Splitter::new(document) {
+                *counts.entry(pretoken.as_bytes()).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+fn count_batch<'a>(batch: &'a [Chunk], specials: &SpecialSplitter) -> FxHashMap<&'a [u8], u64> {
+    batch
+        .par_iter()
+        .fold(FxHashMap::default, |mut counts, chunk| {
+            count_text(&chunk.text, specials, &mut counts);
+            counts
+        })
+        .reduce(FxHashMap::default, |a, b| {
+            let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+            for (pretoken, n) in small {
+                *big.entry(pretoken).or_insert(0) += n;
+            }
+            big
+        })
+}
+
+fn fold_into(counts: &mut PretokenCounts, batch_counts: FxHashMap<&[u8], u64>) {
+    for (pretoken, n) in batch_counts {
+        match counts.get_mut(pretoken) {
+            Some(total) => *total += n,
+            None => {
+                counts.insert(pretoken.into(), n);
+            }
+        }
+    }
+}
+
+/// The chunks of all files in order; a file's end is a chunk's end.
+struct CorpusChunks<'p, 's> {
+    paths: &'p [PathBuf],
+    next_path: usize,
+    reader: Option<ChunkReader<'s, File>>,
+    specials: &'s SpecialSplitter,
+    chunk_size: usize,
+}
+
+impl CorpusChunks<'_, '_> {
+    /// Chunks adding up to about `max_bytes` (at least one), across files.
+    fn next_batch(&mut self, max_bytes: usize) -> Result<Vec<Chunk>, Error> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while bytes < max_bytes {
+            match self.next_chunk()? {
+                Some(chunk) => {
+                    bytes += chunk.text.len();
+                    batch.push(chunk);
+                }
+                None => break,
+            }
+        }
+        Ok(batch)
+    }
+
+    fn next_chunk(&mut self) -> Result<Option<Chunk>, Error> {
+        loop {
+            if let Some(reader) = self.reader.as_mut() {
+                if let Some(chunk) = reader.next_chunk()? {
+                    return Ok(Some(chunk));
+                }
+                self.reader = None;
+            }
+            let Some(path) = self.paths.get(self.next_path) else {
+                return Ok(None);
+            };
+            self.next_path += 1;
+            self.reader = Some(open_reader(path, self.specials, self.chunk_size)?);
+        }
+    }
+}
+
+fn open_reader<'s>(
+    path: &Path,
+    specials: &'s SpecialSplitter,
+    chunk_size: usize,
+) -> Result<ChunkReader<'s, File>, Error> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    Ok(ChunkReader::new(file, path, specials, chunk_size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_pretokens_and_skips_specials() {
+        let specials = SpecialSplitter::new(&["<|e|>".to_string()]).unwrap();
+        let mut counts = FxHashMap::default();
+        count_text("the cat<|e|>the cat the", &specials, &mut counts);
+        let mut seen: Vec<(&str, u64)> = counts.iter().map(|(k, &v)| (std::str::from_utf8(k).unwrap(), v)).collect();
+        seen.sort();
+        // "the" starts both documents; " the" ends the second; " cat" twice.
+        assert_eq!(seen, [(" cat", 2), (" the", 1), ("the", 2)]);
+    }
+}

@@ -1,0 +1,219 @@
+//! Phase 2 of training: the merge loop over the distinct pre-tokens.
+//!
+//! State kept between merges, so that a merge costs time in proportion to the
+//! words it touches, never to the corpus:
+//! - `pair_counts`: the live count of every adjacent pair, weighted by word count;
+//! - `pair_words`: for each pair, the words that may hold it (may list a word
+//!   twice or one that lost the pair; the merge sorts, dedups and re-checks);
+//! - `queue`: a max-heap of candidates with lazy invalidation. Only pairs that
+//!   hold the new symbol can gain count, and they are pushed when they do; every
+//!   other entry's count can only be too high, so a popped entry whose count is
+//!   stale is pushed back with the live count and the true maximum surfaces.
+//!
+//! Symbols are identified by their bytes, as in the CS336 reference (which
+//! keys pairs by `(bytes, bytes)`): when a merge creates bytes that already
+//! name a symbol (`ab`+`c` and `a`+`bc` both give `abc`), the existing symbol
+//! id is reused, so both spellings count as one.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::count::PretokenCounts;
+use super::queue::{Candidate, MergeQueue};
+use super::word::{Pair, Word};
+use crate::error::Error;
+use crate::progress::{Observer, Phase};
+
+/// One learned merge: the bytes of its left and right tokens.
+pub type Merge = (Arc<[u8]>, Arc<[u8]>);
+
+/// Learn up to `max_merges` merges from the pre-token table, in order.
+pub fn learn_merges(counts: PretokenCounts, max_merges: usize, observer: &dyn Observer) -> Result<Vec<Merge>, Error> {
+    let mut state = MergeState::new(counts);
+    let mut merges = Vec::with_capacity(max_merges);
+    while merges.len() < max_merges {
+        let Some(pair) = state.pop_best() else { break };
+        merges.push((state.symbols[pair.0 as usize].clone(), state.symbols[pair.1 as usize].clone()));
+        state.apply(pair);
+        if merges.len() % 64 == 0 {
+            observer.progress(Phase::Merge, merges.len() as u64, max_merges as u64)?;
+        }
+    }
+    observer.progress(Phase::Merge, merges.len() as u64, max_merges as u64)?;
+    Ok(merges)
+}
+
+struct MergeState {
+    words: Vec<Word>,
+    word_counts: Vec<u64>,
+    pair_counts: FxHashMap<Pair, i64>,
+    pair_words: FxHashMap<Pair, Vec<u32>>,
+    queue: MergeQueue,
+    /// Symbol id -> bytes; ids 0..256 are the single bytes.
+    symbols: Vec<Arc<[u8]>>,
+    symbol_ids: FxHashMap<Arc<[u8]>, u32>,
+}
+
+impl MergeState {
+    fn new(counts: PretokenCounts) -> Self {
+        // A one-byte pre-token holds no pair and can never change: leave it out.
+        let (words, word_counts): (Vec<Word>, Vec<u64>) = counts
+            .into_iter()
+            .filter(|(bytes, _)| bytes.len() > 1)
+            .map(|(bytes, n)| (Word::from_bytes(&bytes), n))
+            .unzip();
+        let symbols: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from([b].as_slice())).collect();
+        let symbol_ids = symbols.iter().enumerate().map(|(id, bytes)| (bytes.clone(), id as u32)).collect();
+        let mut state = Self {
+            words,
+            word_counts,
+            pair_counts: FxHashMap::default(),
+            pair_words: FxHashMap::default(),
+            queue: MergeQueue::new(),
+            symbols,
+            symbol_ids,
+        };
+        state.count_initial_pairs();
+        state
+    }
+
+    fn count_initial_pairs(&mut self) {
+        for (index, word) in self.words.iter().enumerate() {
+            let count = self.word_counts[index] as i64;
+            for pair in word.pairs() {
+                *self.pair_counts.entry(pair).or_insert(0) += count;
+                let holders = self.pair_words.entry(pair).or_default();
+                if holders.last() != Some(&(index as u32)) {
+                    holders.push(index as u32);
+                }
+            }
+        }
+        let candidates: Vec<Candidate> =
+            self.pair_counts.iter().map(|(&pair, &count)| self.candidate(pair, count as u64)).collect();
+        self.queue = MergeQueue::from(candidates);
+    }
+
+    fn candidate(&self, pair: Pair, count: u64) -> Candidate {
+        Candidate {
+            count,
+            pair,
+            left: self.symbols[pair.0 as usize].clone(),
+            right: self.symbols[pair.1 as usize].clone(),
+        }
+    }
+
+    /// The pair to merge next, or `None` when no pair is left.
+    fn pop_best(&mut self) -> Option<Pair> {
+        while let Some(mut top) = self.queue.pop() {
+            let live = self.pair_counts.get(&top.pair).copied().unwrap_or(0);
+            if live == top.count as i64 {
+                return Some(top.pair);
+            }
+            if live > 0 {
+                top.count = live as u64;
+                self.queue.push(top);
+            }
+        }
+        None
+    }
+
+    /// Merge `pair` in every word that holds it and update the counts.
+    fn apply(&mut self, pair: Pair) {
+        let new = self.symbol_for_merge(pair);
+        let mut holders = self.pair_words.remove(&pair).unwrap_or_default();
+        holders.sort_unstable();
+        holders.dedup();
+        let mut deltas: FxHashMap<Pair, i64> = FxHashMap::default();
+        let Self { words, word_counts, pair_words, .. } = self;
+        for &index in &holders {
+            let count = word_counts[index as usize] as i64;
+            words[index as usize].merge(pair, new, |changed, delta| {
+                *deltas.entry(changed).or_insert(0) += delta * count;
+                if delta > 0 {
+                    let holders = pair_words.entry(changed).or_default();
+                    if holders.last() != Some(&index) {
+                        holders.push(index);
+                    }
+                }
+            });
+        }
+        self.pair_counts.remove(&pair);
+        for (changed, delta) in deltas {
+            if changed != pair && delta != 0 {
+                self.apply_delta(changed, delta);
+            }
+        }
+    }
+
+    fn apply_delta(&mut self, pair: Pair, delta: i64) {
+        let live = self.pair_counts.entry(pair).or_insert(0);
+        *live += delta;
+        let live = *live;
+        if live <= 0 {
+            self.pair_counts.remove(&pair);
+            self.pair_words.remove(&pair);
+        } else if delta > 0 {
+            self.queue.push(self.candidate(pair, live as u64));
+        }
+    }
+
+    /// The symbol for the merge of `pair`: an existing one with the same
+    /// bytes, else a new one.
+    fn symbol_for_merge(&mut self, (left, right): Pair) -> u32 {
+        let bytes: Arc<[u8]> = [&*self.symbols[left as usize], &*self.symbols[right as usize]].concat().into();
+        if let Some(&id) = self.symbol_ids.get(&bytes) {
+            return id;
+        }
+        let id = self.symbols.len() as u32;
+        self.symbols.push(bytes.clone());
+        self.symbol_ids.insert(bytes, id);
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::Silent;
+
+    fn table(words: &[(&str, u64)]) -> PretokenCounts {
+        words.iter().map(|&(w, n)| (w.as_bytes().into(), n)).collect()
+    }
+
+    fn learned(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String)> {
+        let merges = learn_merges(table(words), max_merges, &Silent).unwrap();
+        merges
+            .iter()
+            .map(|(l, r)| (String::from_utf8(l.to_vec()).unwrap(), String::from_utf8(r.to_vec()).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn cs336_worked_example() {
+        // DESIGN §1.1: {low: 5, lower: 2, widest: 3, newest: 6}, whitespace pre-tokens.
+        let merges = learned(&[("low", 5), ("lower", 2), ("widest", 3), ("newest", 6)], 12);
+        let expected = [
+            ("s", "t"),
+            ("e", "st"),
+            ("o", "w"),
+            ("l", "ow"),
+            ("w", "est"),
+            ("n", "e"),
+            ("ne", "west"),
+            ("w", "i"),
+            ("wi", "d"),
+            ("wid", "est"),
+            ("low", "e"),
+            ("lowe", "r"),
+        ];
+        let expected: Vec<(String, String)> = expected.iter().map(|(l, r)| (l.to_string(), r.to_string())).collect();
+        assert_eq!(merges, expected);
+    }
+
+    #[test]
+    fn stops_when_no_pair_is_left() {
+        // "ab" x3: one merge, then the only word is one symbol.
+        assert_eq!(learned(&[("ab", 3), ("c", 9)], 10), [("a".to_string(), "b".to_string())]);
+    }
+}

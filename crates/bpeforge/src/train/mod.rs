@@ -1,0 +1,131 @@
+//! Byte-level BPE training with the exact CS336 semantics (DESIGN §1.1).
+//!
+//! `train` runs in numbered phases, one helper each:
+//! 1. check the arguments and build the thread pool;
+//! 2. read, pre-tokenize and count the corpus (`count.rs`), in parallel;
+//! 3. learn merges over the distinct pre-tokens (`merge.rs`);
+//! 4. lay out the vocabulary: bytes 0..=255, one id per merge, then specials.
+
+pub mod count;
+pub mod merge;
+pub mod queue;
+pub mod word;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::progress::Observer;
+use crate::specials::SpecialSplitter;
+
+pub use count::PretokenCounts;
+pub use merge::Merge;
+
+/// Default read chunk: big enough that per-chunk overhead vanishes, small
+/// enough that a batch of `2 x threads` chunks stays a few tens of MB.
+pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
+
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    pub vocab_size: usize,
+    pub special_tokens: Vec<String>,
+    /// Worker threads for pre-tokenization; `None` means all cores.
+    pub num_threads: Option<usize>,
+    /// Bytes per read chunk; the result never depends on it.
+    pub chunk_size: usize,
+}
+
+/// What training learned, with figures for the summary.
+#[derive(Debug, Clone)]
+pub struct TrainResult {
+    /// Token bytes by id: 256 single bytes, one per merge, then the specials.
+    pub vocab: Vec<Arc<[u8]>>,
+    pub merges: Vec<Merge>,
+    pub stats: TrainStats,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TrainStats {
+    pub bytes_read: u64,
+    pub unique_pretokens: usize,
+    pub pretokenize_time: Duration,
+    pub merge_time: Duration,
+    pub threads: usize,
+}
+
+/// Train on `paths`, one corpus in which each file ends a document.
+pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer) -> Result<TrainResult, Error> {
+    // 1. Arguments and threads.
+    let specials = SpecialSplitter::new(&options.special_tokens)?;
+    let max_merges = merges_wanted(options.vocab_size, specials.tokens().len())?;
+    let pool = build_pool(options.num_threads)?;
+    let mut stats = TrainStats { threads: pool.current_num_threads(), ..TrainStats::default() };
+
+    // 2. Pre-tokenize and count.
+    let started = Instant::now();
+    let (counts, bytes_read) = count::count_files(paths, &specials, options.chunk_size, &pool, observer)?;
+    stats.bytes_read = bytes_read;
+    stats.unique_pretokens = counts.len();
+    stats.pretokenize_time = started.elapsed();
+
+    // 3. Merges.
+    let started = Instant::now();
+    let merges = merge::learn_merges(counts, max_merges, observer)?;
+    stats.merge_time = started.elapsed();
+
+    // 4. Vocabulary.
+    let vocab = layout_vocab(&merges, specials.tokens());
+    Ok(TrainResult { vocab, merges, stats })
+}
+
+/// How many merges reach `vocab_size` after the 256 bytes and the specials.
+fn merges_wanted(vocab_size: usize, num_specials: usize) -> Result<usize, Error> {
+    let minimum = 256 + num_specials;
+    vocab_size.checked_sub(minimum).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "vocab_size {vocab_size} is too small: it must be at least {minimum} \
+             (256 byte tokens + {num_specials} special tokens)"
+        ))
+    })
+}
+
+fn build_pool(num_threads: Option<usize>) -> Result<rayon::ThreadPool, Error> {
+    if num_threads == Some(0) {
+        return Err(Error::InvalidArgument("num_threads must be at least 1 (or None for all cores)".into()));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(num_threads.unwrap_or(0))
+        .thread_name(|i| format!("bpeforge-{i}"))
+        .build()
+        .map_err(|e| Error::InvalidArgument(format!("cannot start worker threads: {e}")))
+}
+
+fn layout_vocab(merges: &[Merge], specials: &[String]) -> Vec<Arc<[u8]>> {
+    let bytes = (0..=255u8).map(|b| Arc::from([b].as_slice()));
+    let merged = merges.iter().map(|(left, right)| Arc::from([&**left, &**right].concat()));
+    let special = specials.iter().map(|s| Arc::from(s.as_bytes()));
+    bytes.chain(merged).chain(special).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vocab_size_below_the_minimum_is_refused_with_the_minimum() {
+        let err = merges_wanted(256, 1).unwrap_err().to_string();
+        assert!(err.contains("at least 257"), "{err}");
+        assert_eq!(merges_wanted(300, 1).unwrap(), 43);
+    }
+
+    #[test]
+    fn layout_is_bytes_then_merges_then_specials() {
+        let merges: Vec<Merge> = vec![(Arc::from(&b"a"[..]), Arc::from(&b"b"[..]))];
+        let vocab = layout_vocab(&merges, &["<|e|>".to_string()]);
+        assert_eq!(vocab.len(), 258);
+        assert_eq!(&*vocab[97], b"a");
+        assert_eq!(&*vocab[256], b"ab"); // id 256 + rank 0
+        assert_eq!(&*vocab[257], b"<|e|>");
+    }
+}

@@ -1,0 +1,73 @@
+//! The max-heap of merge candidates and the CS336 tie-break.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use super::word::Pair;
+
+/// A pair with the count it had when pushed. Entries go stale as counts fall;
+/// the merge loop re-checks an entry against the live count when it pops it
+/// (lazy invalidation) instead of searching the heap on every change.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub count: u64,
+    pub pair: Pair,
+    pub left: Arc<[u8]>,
+    pub right: Arc<[u8]>,
+}
+
+impl Ord for Candidate {
+    /// Determinism is decided here: the highest count first, then the
+    /// lexicographically greater pair, comparing the left token's bytes and
+    /// then the right token's bytes (never the concatenation), as Python
+    /// compares `(left, right)` tuples of `bytes` in the CS336 reference.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.count.cmp(&other.count).then_with(|| self.left.cmp(&other.left)).then_with(|| self.right.cmp(&other.right))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Candidate {}
+
+pub type MergeQueue = BinaryHeap<Candidate>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(count: u64, left: &[u8], right: &[u8]) -> Candidate {
+        Candidate { count, pair: (0, 0), left: left.into(), right: right.into() }
+    }
+
+    #[test]
+    fn ties_go_to_the_greater_pair_of_byte_strings() {
+        // DESIGN §1.1.4: (BA, A) > (B, ZZ) > (A, C) > (A, B), all at one count.
+        let mut queue: MergeQueue =
+            [candidate(5, b"A", b"B"), candidate(5, b"B", b"ZZ"), candidate(5, b"BA", b"A"), candidate(5, b"A", b"C")]
+                .into_iter()
+                .collect();
+        let order: Vec<(Vec<u8>, Vec<u8>)> =
+            std::iter::from_fn(|| queue.pop()).map(|c| (c.left.to_vec(), c.right.to_vec())).collect();
+        let expected: [(&[u8], &[u8]); 4] = [(b"BA", b"A"), (b"B", b"ZZ"), (b"A", b"C"), (b"A", b"B")];
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = expected.iter().map(|(l, r)| (l.to_vec(), r.to_vec())).collect();
+        assert_eq!(order, expected);
+    }
+
+    #[test]
+    fn count_comes_before_bytes() {
+        let mut queue: MergeQueue = [candidate(2, b"z", b"z"), candidate(3, b"a", b"a")].into_iter().collect();
+        assert_eq!(queue.pop().map(|c| c.count), Some(3));
+    }
+}

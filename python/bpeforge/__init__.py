@@ -1,0 +1,19 @@
+"""bpeforge: byte-level BPE tokenizer training with a Rust core.
+
+>>> import bpeforge
+>>> bpeforge.pretokenize("Hello world's  end")
+['Hello', ' world', "'s", ' ', ' end']
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from bpeforge._core import pretokenize
+from bpeforge.io import load, save
+from bpeforge.train import TrainResult, TrainStats, train, train_bpe
+
+try:
+    __version__ = version("bpeforge")
+except PackageNotFoundError:  # running from a source tree without installing
+    __version__ = "0+unknown"
+
+__all__ = ["TrainResult", "TrainStats", "__version__", "load", "pretokenize", "save", "train", "train_bpe"]

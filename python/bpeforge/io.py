@@ -1,0 +1,191 @@
+"""Saving and loading vocabularies as GPT-2-style `vocab.json` + `merges.txt`.
+
+Token bytes are written through GPT-2's byte-to-unicode table, so every byte
+string round-trips exactly, including tokens that are not valid UTF-8 alone.
+A directory is written atomically: complete files go to a temporary sibling
+directory, which is then renamed into place, so a crash never leaves a
+half-written vocabulary behind. `bpeforge.json` beside them records the
+special tokens and the format version (see docs/format.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Union
+
+FORMAT_VERSION = 1
+VOCAB_FILE = "vocab.json"
+MERGES_FILE = "merges.txt"
+META_FILE = "bpeforge.json"
+MERGES_HEADER = "#version: 0.2"  # GPT-2's header; HF tokenizers expects and skips it
+
+Vocab = dict[int, bytes]
+Merges = list[tuple[bytes, bytes]]
+
+
+@lru_cache(maxsize=1)
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible map from each byte to a printable character.
+
+    >>> bytes_to_unicode()[ord(" ")], bytes_to_unicode()[ord("a")]
+    ('Ġ', 'a')
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    mapping = {b: chr(b) for b in printable}
+    shifted = 0
+    for b in range(256):
+        if b not in mapping:
+            mapping[b] = chr(256 + shifted)
+            shifted += 1
+    return mapping
+
+
+@lru_cache(maxsize=1)
+def unicode_to_bytes() -> dict[str, int]:
+    return {char: b for b, char in bytes_to_unicode().items()}
+
+
+def encode_token(token: bytes) -> str:
+    table = bytes_to_unicode()
+    return "".join(table[b] for b in token)
+
+
+def decode_token(text: str, *, where: str = "") -> bytes:
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[char] for char in text)
+    except KeyError as err:
+        raise ValueError(f"{where}token {text!r} has {err.args[0]!r}, which is not a GPT-2 byte character") from None
+
+
+def save(
+    vocab: Vocab,
+    merges: Merges,
+    directory: Union[str, os.PathLike[str]],
+    *,
+    special_tokens: Optional[list[str]] = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write `vocab.json`, `merges.txt` and `bpeforge.json` into `directory`, atomically.
+
+    An existing directory is replaced only with `overwrite=True`.
+    """
+    files = {
+        VOCAB_FILE: _vocab_json(vocab),
+        MERGES_FILE: _merges_txt(merges),
+        META_FILE: _meta_json(vocab, merges, special_tokens or []),
+    }
+    return write_directory_atomically(Path(directory), files, overwrite=overwrite)
+
+
+def load(directory: Union[str, os.PathLike[str]]) -> tuple[Vocab, Merges]:
+    """Read a directory written by `save` (or GPT-2's own two files)."""
+    directory = Path(directory)
+    return load_vocab(directory / VOCAB_FILE), load_merges(directory / MERGES_FILE)
+
+
+def load_vocab(path: Union[str, os.PathLike[str]]) -> Vocab:
+    """`{token: id}` JSON. Duplicate keys are kept: two ids may share bytes."""
+    with open(path, encoding="utf-8") as f:
+        pairs = json.load(f, object_pairs_hook=list)
+    if not isinstance(pairs, list):
+        raise ValueError(f"{path}: expected a JSON object mapping tokens to ids")
+    vocab: Vocab = {}
+    for text, token_id in pairs:
+        if not isinstance(token_id, int) or token_id < 0:
+            raise ValueError(f"{path}: token {text!r} has id {token_id!r}; ids must be non-negative integers")
+        if token_id in vocab:
+            raise ValueError(f"{path}: id {token_id} is given to two tokens")
+        vocab[token_id] = decode_token(text, where=f"{path}: ")
+    return vocab
+
+
+def load_merges(path: Union[str, os.PathLike[str]]) -> Merges:
+    """One merge per line, `left right`; a leading `#version` line is skipped."""
+    merges: Merges = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            if (number == 1 and line.startswith("#version")) or not line:
+                continue
+            parts = line.split(" ")
+            if len(parts) != 2:
+                raise ValueError(f"{path}:{number}: expected two tokens separated by one space, got {line!r}")
+            where = f"{path}:{number}: "
+            merges.append((decode_token(parts[0], where=where), decode_token(parts[1], where=where)))
+    return merges
+
+
+def load_special_tokens(directory: Union[str, os.PathLike[str]]) -> list[str]:
+    """The special tokens recorded by `save` (none for a bare GPT-2 directory)."""
+    path = Path(directory) / META_FILE
+    if not path.exists():
+        return []
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: format_version {meta.get('format_version')!r}; this bpeforge reads {FORMAT_VERSION}")
+    return list(meta.get("special_tokens", []))
+
+
+def _vocab_json(vocab: Vocab) -> str:
+    # Written by hand, not json.dumps(dict): ids in order, one per line, and a
+    # token text that two ids share (same bytes from two merges) is kept twice.
+    lines = [f"  {json.dumps(encode_token(vocab[i]), ensure_ascii=False)}: {i}" for i in sorted(vocab)]
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _merges_txt(merges: Merges) -> str:
+    lines = [MERGES_HEADER] + [f"{encode_token(left)} {encode_token(right)}" for left, right in merges]
+    return "\n".join(lines) + "\n"
+
+
+def _meta_json(vocab: Vocab, merges: Merges, special_tokens: list[str]) -> str:
+    meta = {
+        "format": "bpeforge-gpt2",
+        "format_version": FORMAT_VERSION,
+        "pattern": "gpt2",
+        "vocab_size": len(vocab),
+        "num_merges": len(merges),
+        "special_tokens": special_tokens,
+    }
+    return json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_directory_atomically(directory: Path, files: dict[str, str], *, overwrite: bool) -> Path:
+    """Write `files` (name -> text) as `directory`, all or nothing."""
+    if directory.exists() and not overwrite:
+        raise FileExistsError(f"{directory} already exists; pass overwrite=True (CLI: --force) to replace it")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    try:
+        for name, text in files.items():
+            _write_synced(staging / name, text)
+        _swap_into_place(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return directory
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _swap_into_place(staging: Path, directory: Path) -> None:
+    # rename() cannot replace a non-empty directory, so an old one is first
+    # moved aside, then removed once the new one is in place.
+    if not directory.exists():
+        os.rename(staging, directory)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
+    os.rename(directory, retired / directory.name)
+    os.rename(staging, directory)
+    shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,31 @@
+"""Progress bars (tqdm) fed by the Rust core's progress reports."""
+
+from __future__ import annotations
+
+from tqdm import tqdm
+
+_PHASES = {
+    "pretokenize": {"desc": "pre-tokenize", "unit": "B", "unit_scale": True, "unit_divisor": 1024},
+    "merge": {"desc": "merges", "unit": " merges", "unit_scale": False},
+}
+
+
+class ProgressBars:
+    """Callable the core reports `(phase, done, total)` to; one bar per phase."""
+
+    def __init__(self) -> None:
+        self._bars: dict[str, tqdm] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        bar = self._bars.get(phase)
+        if bar is None:
+            for other in self._bars.values():
+                other.close()
+            bar = self._bars[phase] = tqdm(total=total, dynamic_ncols=True, **_PHASES[phase])
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self._bars.values():
+            bar.close()

@@ -1,0 +1,125 @@
+"""Training: argument policy and progress display over the Rust trainer."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from bpeforge import _core
+from bpeforge.progress import ProgressBars
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class TrainStats:
+    """Figures from one training run, for summaries and reports."""
+
+    bytes_read: int
+    unique_pretokens: int
+    pretokenize_seconds: float
+    merge_seconds: float
+    threads: int
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A trained vocabulary: ids 0-255 are bytes, then one per merge, then specials."""
+
+    vocab: dict[int, bytes]
+    merges: list[tuple[bytes, bytes]]
+    special_tokens: list[str]
+    stats: TrainStats
+
+
+def train_bpe(
+    input_path: PathLike | Sequence[PathLike],
+    vocab_size: int,
+    special_tokens: Iterable[str] = (),
+    *,
+    num_threads: Optional[int] = None,
+    progress: bool = False,
+    chunk_size: Optional[int] = None,
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Train a byte-level BPE vocabulary with the exact CS336 semantics.
+
+    `input_path` is a file or a list of files read as one corpus (each file
+    ends a document). Returns `(vocab, merges)`: ids 0-255 are the single
+    bytes, 256 + i is the i-th merge, and the special tokens come last.
+    `num_threads` defaults to all cores; `chunk_size` (bytes per read) is a
+    tuning knob. Neither changes the result.
+    """
+    result = train(
+        input_path,
+        vocab_size,
+        special_tokens,
+        num_threads=num_threads,
+        progress=progress,
+        chunk_size=chunk_size,
+    )
+    return result.vocab, result.merges
+
+
+def train(
+    input_path: PathLike | Sequence[PathLike],
+    vocab_size: int,
+    special_tokens: Iterable[str] = (),
+    *,
+    num_threads: Optional[int] = None,
+    progress: bool = False,
+    chunk_size: Optional[int] = None,
+) -> TrainResult:
+    """Like `train_bpe`, with the special tokens and run figures kept."""
+    paths = _normalize_paths(input_path)
+    specials = _normalize_specials(special_tokens)
+    _check_vocab_size(vocab_size, len(specials))
+    if num_threads is not None:
+        _check_positive("num_threads", num_threads)
+    if chunk_size is not None:
+        _check_positive("chunk_size", chunk_size)
+    bars = ProgressBars() if progress else None
+    try:
+        vocab_list, merges, stats = _core.train(paths, vocab_size, specials, num_threads, chunk_size, bars)
+    finally:
+        if bars is not None:
+            bars.close()
+    return TrainResult(dict(enumerate(vocab_list)), merges, specials, TrainStats(**stats))
+
+
+def _normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:
+    if isinstance(input_path, (str, os.PathLike)):
+        return [os.fspath(input_path)]
+    if isinstance(input_path, bytes):
+        raise TypeError("input_path must be a str or os.PathLike path (or a list of them), not bytes")
+    paths = [os.fspath(p) for p in input_path]
+    if not paths:
+        raise ValueError("input_path is an empty list: give at least one file to train on")
+    return paths
+
+
+def _normalize_specials(special_tokens: Iterable[str]) -> list[str]:
+    if isinstance(special_tokens, str):
+        raise TypeError(f"special_tokens must be a list of strings, not the string {special_tokens!r}")
+    specials = list(special_tokens)
+    for token in specials:
+        if not isinstance(token, str):
+            raise TypeError(f"special tokens must be str, got {type(token).__name__}: {token!r}")
+    return specials
+
+
+def _check_vocab_size(vocab_size: object, num_specials: int) -> None:
+    minimum = 256 + num_specials
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too small: it must be at least {minimum} "
+            f"(256 byte tokens + {num_specials} special tokens)"
+        )
+
+
+def _check_positive(name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
