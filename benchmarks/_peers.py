@@ -26,9 +26,7 @@ from typing import Any
 
 SPECIAL = "<|endoftext|>"
 SPECIALS = [SPECIAL]
-GPT2_PATTERN = (
-    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-)
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 # bpeasy drops pairs whose merged token would reach this many bytes; set far above
 # any real token so that it never changes the result.
 BPEASY_MAX_TOKEN_LENGTH = 1_000_000
@@ -36,14 +34,11 @@ READ_CHUNK = 1 << 20
 RESULT_PREFIX = "BENCH_RESULT "
 EXIT_NOT_INSTALLED = 3
 STREAMED = (
-    f"documents read and split on `{SPECIAL}` in Python (streaming, 1 MiB reads); "
-    "that reading is inside *train s*"
+    f"documents read and split on `{SPECIAL}` in Python (streaming, 1 MiB reads); that reading is inside *train s*"
 )
 
 
-def iter_documents(
-    path: str, sep: str = SPECIAL, chunk: int = READ_CHUNK
-) -> Iterator[str]:
+def iter_documents(path: str, sep: str = SPECIAL, chunk: int = READ_CHUNK) -> Iterator[str]:
     """Yield the documents of ``path`` split on ``sep``, reading ``chunk`` bytes at a time.
 
     This is what a user of an iterator-based trainer writes, so its cost is part of
@@ -98,9 +93,7 @@ def _sizes_bpeforge(result: Any) -> tuple[int, int]:
 def _train_rustbpe(mod: ModuleType, path: str, vocab_size: int) -> Any:
     # rustbpe has no special tokens: its vocab_size is 256 + merges.
     tok = mod.Tokenizer()
-    tok.train_from_iterator(
-        iter_documents(path), vocab_size - len(SPECIALS), pattern=GPT2_PATTERN
-    )
+    tok.train_from_iterator(iter_documents(path), vocab_size - len(SPECIALS), pattern=GPT2_PATTERN)
     return tok
 
 

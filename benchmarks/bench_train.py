@@ -144,9 +144,7 @@ def run_child(peer: str, corpus: Path, vocab_size: int) -> dict[str, Any]:
     return {"status": "ok", "total_s": total_s, **result}
 
 
-def run_all(
-    peers: list[str], corpus: Path, vocab_size: int, repeat: int
-) -> dict[str, list[dict[str, Any]]]:
+def run_all(peers: list[str], corpus: Path, vocab_size: int, repeat: int) -> dict[str, list[dict[str, Any]]]:
     """Round-robin over peers; a peer that is missing or fails is not retried."""
     runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
     for round_no in range(1, repeat + 1):
@@ -213,6 +211,21 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def _git_revision() -> str:
+    """The repository's commit (``+dirty`` with local edits): which bpeforge was measured."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(repo), "describe", "--always", "--dirty=+dirty"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev.stdout.strip()
+
+
 def metadata(args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
     return {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -225,6 +238,7 @@ def metadata(args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
+        "git": _git_revision(),
     }
 
 
@@ -299,7 +313,7 @@ def render_markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             f"Corpus `{meta['corpus']}` ({meta['corpus_bytes']:,} bytes), "
             f"vocab {meta['vocab_size']:,} ({meta['merges_target']:,} merges), "
             f"best of {meta['repeat']}; {meta['cores']} cores, {meta['cpu']}, "
-            f"Python {meta['python']}, {meta['date']}."
+            f"Python {meta['python']}, bpeforge repo at {meta['git']}, {meta['date']}."
         ),
         f"Command: `{meta['command']}`",
     ]

@@ -10,7 +10,6 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::chunking::{Chunk, ChunkReader};
 use crate::error::Error;
@@ -18,9 +17,7 @@ use crate::pretokenize::Gpt2Splitter;
 use crate::progress::{Observer, Phase};
 use crate::specials::{Piece, SpecialSplitter};
 
-/// Distinct pre-tokens (UTF-8 bytes) and how often each occurs. u64: a large
-/// corpus overflows 32-bit counts.
-pub type PretokenCounts = FxHashMap<Box<[u8]>, u64>;
+use super::table::{CountTable, PretokenCounts};
 
 /// Count the pre-tokens of `paths`, one corpus whose files each end a document.
 /// Returns the table and the number of bytes read.
@@ -43,7 +40,7 @@ pub fn count_files(
             return Ok((counts, done));
         }
         let batch_counts = pool.install(|| count_batch(&batch, specials));
-        fold_into(&mut counts, batch_counts);
+        counts.absorb(batch_counts);
         done += batch.iter().map(|c| c.text.len() as u64).sum::<u64>();
         observer.progress(Phase::Pretokenize, done, total_bytes.max(done))?;
     }
@@ -65,41 +62,24 @@ fn total_size(paths: &[PathBuf]) -> Result<u64, Error> {
 }
 
 /// Count one text that may hold several documents.
-pub fn count_text<'a>(text: &'a str, specials: &SpecialSplitter, counts: &mut FxHashMap<&'a [u8], u64>) {
+pub fn count_text<'a>(text: &'a str, specials: &SpecialSplitter, counts: &mut CountTable<&'a [u8]>) {
     for piece in specials.split(text) {
         if let Piece::Text(document) = piece {
             for pretoken in Gpt2Splitter::new(document) {
-                *counts.entry(pretoken.as_bytes()).or_insert(0) += 1;
+                counts.add(pretoken.as_bytes(), 1);
             }
         }
     }
 }
 
-fn count_batch<'a>(batch: &'a [Chunk], specials: &SpecialSplitter) -> FxHashMap<&'a [u8], u64> {
+fn count_batch<'a>(batch: &'a [Chunk], specials: &SpecialSplitter) -> CountTable<&'a [u8]> {
     batch
         .par_iter()
-        .fold(FxHashMap::default, |mut counts, chunk| {
+        .fold(CountTable::default, |mut counts, chunk| {
             count_text(&chunk.text, specials, &mut counts);
             counts
         })
-        .reduce(FxHashMap::default, |a, b| {
-            let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-            for (pretoken, n) in small {
-                *big.entry(pretoken).or_insert(0) += n;
-            }
-            big
-        })
-}
-
-fn fold_into(counts: &mut PretokenCounts, batch_counts: FxHashMap<&[u8], u64>) {
-    for (pretoken, n) in batch_counts {
-        match counts.get_mut(pretoken) {
-            Some(total) => *total += n,
-            None => {
-                counts.insert(pretoken.into(), n);
-            }
-        }
-    }
+        .reduce(CountTable::default, CountTable::merge)
 }
 
 /// The chunks of all files in order; a file's end is a chunk's end.
@@ -161,11 +141,12 @@ mod tests {
     #[test]
     fn counts_pretokens_and_skips_specials() {
         let specials = SpecialSplitter::new(&["<|e|>".to_string()]).unwrap();
-        let mut counts = FxHashMap::default();
+        let mut counts = CountTable::default();
         count_text("the cat<|e|>the cat the", &specials, &mut counts);
-        let mut seen: Vec<(&str, u64)> = counts.iter().map(|(k, &v)| (std::str::from_utf8(k).unwrap(), v)).collect();
+        let mut seen: Vec<(String, u64)> = Vec::new();
+        counts.for_each(|k, v| seen.push((String::from_utf8(k.to_vec()).unwrap(), v)));
         seen.sort();
         // "the" starts both documents; " the" ends the second; " cat" twice.
-        assert_eq!(seen, [(" cat", 2), (" the", 1), ("the", 2)]);
+        assert_eq!(seen, [(" cat".to_string(), 2), (" the".to_string(), 1), ("the".to_string(), 2)]);
     }
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::count::PretokenCounts;
 use super::queue::{Candidate, MergeQueue};
+use super::table::PretokenCounts;
 use super::word::{Pair, Word};
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
@@ -58,11 +58,14 @@ struct MergeState {
 impl MergeState {
     fn new(counts: PretokenCounts) -> Self {
         // A one-byte pre-token holds no pair and can never change: leave it out.
-        let (words, word_counts): (Vec<Word>, Vec<u64>) = counts
-            .into_iter()
-            .filter(|(bytes, _)| bytes.len() > 1)
-            .map(|(bytes, n)| (Word::from_bytes(&bytes), n))
-            .unzip();
+        let (mut words, mut word_counts) = (Vec::with_capacity(counts.len()), Vec::with_capacity(counts.len()));
+        counts.for_each(|bytes, n| {
+            if bytes.len() > 1 {
+                words.push(Word::from_bytes(bytes));
+                word_counts.push(n);
+            }
+        });
+        drop(counts);
         let symbols: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from([b].as_slice())).collect();
         let symbol_ids = symbols.iter().enumerate().map(|(id, bytes)| (bytes.clone(), id as u32)).collect();
         let mut state = Self {
@@ -95,12 +98,7 @@ impl MergeState {
     }
 
     fn candidate(&self, pair: Pair, count: u64) -> Candidate {
-        Candidate {
-            count,
-            pair,
-            left: self.symbols[pair.0 as usize].clone(),
-            right: self.symbols[pair.1 as usize].clone(),
-        }
+        Candidate::new(count, pair, self.symbols[pair.0 as usize].clone(), self.symbols[pair.1 as usize].clone())
     }
 
     /// The pair to merge next, or `None` when no pair is left.
@@ -178,7 +176,11 @@ mod tests {
     use crate::progress::Silent;
 
     fn table(words: &[(&str, u64)]) -> PretokenCounts {
-        words.iter().map(|&(w, n)| (w.as_bytes().into(), n)).collect()
+        let mut table = PretokenCounts::default();
+        for &(word, n) in words {
+            table.insert(word.as_bytes(), n);
+        }
+        table
     }
 
     fn learned(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String)> {

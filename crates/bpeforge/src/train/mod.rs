@@ -9,6 +9,7 @@
 pub mod count;
 pub mod merge;
 pub mod queue;
+pub mod table;
 pub mod word;
 
 use std::path::PathBuf;
@@ -19,8 +20,8 @@ use crate::error::Error;
 use crate::progress::Observer;
 use crate::specials::SpecialSplitter;
 
-pub use count::PretokenCounts;
 pub use merge::Merge;
+pub use table::PretokenCounts;
 
 /// Default read chunk: big enough that per-chunk overhead vanishes, small
 /// enough that a batch of `2 x threads` chunks stays a few tens of MB.

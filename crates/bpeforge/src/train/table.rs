@@ -1,0 +1,161 @@
+//! The table of distinct pre-tokens and their counts.
+//!
+//! Most pre-tokens are short, so a pre-token of up to 15 bytes is packed into
+//! a `u128` key with its length in the top byte: hashing and comparing it is
+//! two word operations, with no pointer to chase into the text and no
+//! `memcmp` call. Counting spent most of its time there with `&[u8]` keys.
+//! Longer pre-tokens go to a map keyed by their bytes.
+
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap;
+
+const INLINE_MAX: usize = 15;
+
+/// Pack a pre-token of at most 15 bytes; the length byte keeps `b"a"` and
+/// `b"a\0"` apart.
+#[inline]
+fn pack(bytes: &[u8]) -> Option<u128> {
+    if bytes.len() > INLINE_MAX {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    for (slot, &b) in buf.iter_mut().zip(bytes) {
+        *slot = b;
+    }
+    buf[INLINE_MAX] = bytes.len() as u8;
+    Some(u128::from_le_bytes(buf))
+}
+
+fn unpack(key: &u128) -> ([u8; 16], usize) {
+    let buf = key.to_le_bytes();
+    (buf, buf[INLINE_MAX] as usize)
+}
+
+/// Counts of distinct pre-tokens. `L` is how a long pre-token is held: a
+/// borrowed slice of the chunk while counting one batch, an owned box in the
+/// corpus-wide table. Counts are u64: a large corpus overflows 32 bits.
+#[derive(Debug, Clone)]
+pub struct CountTable<L> {
+    short: FxHashMap<u128, u64>,
+    long: FxHashMap<L, u64>,
+}
+
+/// The corpus-wide table.
+pub type PretokenCounts = CountTable<Box<[u8]>>;
+
+impl<L> Default for CountTable<L> {
+    fn default() -> Self {
+        Self { short: FxHashMap::default(), long: FxHashMap::default() }
+    }
+}
+
+impl<L: Eq + Hash> CountTable<L> {
+    pub fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every pre-token with its count, in no particular order.
+    pub fn for_each(&self, mut visit: impl FnMut(&[u8], u64))
+    where
+        L: AsRef<[u8]>,
+    {
+        for (key, &n) in &self.short {
+            let (buf, len) = unpack(key);
+            visit(&buf[..len], n);
+        }
+        for (bytes, &n) in &self.long {
+            visit(bytes.as_ref(), n);
+        }
+    }
+}
+
+impl<'a> CountTable<&'a [u8]> {
+    #[inline]
+    pub fn add(&mut self, pretoken: &'a [u8], n: u64) {
+        match pack(pretoken) {
+            Some(key) => *self.short.entry(key).or_insert(0) += n,
+            None => *self.long.entry(pretoken).or_insert(0) += n,
+        }
+    }
+
+    /// Add `other` into `self` (the larger of the two is kept and grown).
+    pub fn merge(self, other: Self) -> Self {
+        let (mut big, small) = if self.len() >= other.len() { (self, other) } else { (other, self) };
+        for (key, n) in small.short {
+            *big.short.entry(key).or_insert(0) += n;
+        }
+        for (bytes, n) in small.long {
+            *big.long.entry(bytes).or_insert(0) += n;
+        }
+        big
+    }
+}
+
+impl PretokenCounts {
+    /// Add a batch's borrowed counts, copying only pre-tokens not seen before.
+    pub fn absorb(&mut self, batch: CountTable<&[u8]>) {
+        for (key, n) in batch.short {
+            *self.short.entry(key).or_insert(0) += n;
+        }
+        for (bytes, n) in batch.long {
+            match self.long.get_mut(bytes) {
+                Some(total) => *total += n,
+                None => {
+                    self.long.insert(bytes.into(), n);
+                }
+            }
+        }
+    }
+
+    /// Add one owned pre-token (tests and callers outside counting).
+    pub fn insert(&mut self, pretoken: &[u8], n: u64) {
+        match pack(pretoken) {
+            Some(key) => *self.short.entry(key).or_insert(0) += n,
+            None => *self.long.entry(pretoken.into()).or_insert(0) += n,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sorted(table: &PretokenCounts) -> Vec<(Vec<u8>, u64)> {
+        let mut out = Vec::new();
+        table.for_each(|bytes, n| out.push((bytes.to_vec(), n)));
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn short_and_long_pretokens_round_trip() {
+        let long = b"sixteen bytes!!!".as_slice(); // 16 bytes: the long map
+        let mut batch = CountTable::<&[u8]>::default();
+        for token in [b"a".as_slice(), b"a\0", b"", long, b"a", long] {
+            batch.add(token, 1);
+        }
+        let mut table = PretokenCounts::default();
+        table.absorb(batch);
+        table.insert(b"a", 5);
+        let expected = vec![(b"".to_vec(), 1), (b"a".to_vec(), 7), (b"a\0".to_vec(), 1), (long.to_vec(), 2)];
+        assert_eq!(sorted(&table), expected);
+        assert_eq!(table.len(), 4);
+    }
+
+    #[test]
+    fn merge_adds_counts() {
+        let mut a = CountTable::<&[u8]>::default();
+        let mut b = CountTable::<&[u8]>::default();
+        a.add(b"x", 2);
+        b.add(b"x", 3);
+        b.add(b"y", 1);
+        let mut table = PretokenCounts::default();
+        table.absorb(a.merge(b));
+        assert_eq!(sorted(&table), vec![(b"x".to_vec(), 5), (b"y".to_vec(), 1)]);
+    }
+}

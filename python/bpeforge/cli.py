@@ -1,0 +1,93 @@
+"""The `bpeforge` command line.
+
+    bpeforge train INPUT... --vocab-size N --special-token TOK -o DIR
+    bpeforge train --demo            # trains on the Python standard library's own source
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+from bpeforge import demo, io
+from bpeforge.report import print_train_summary
+from bpeforge.train import train
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args, parser)
+    except KeyboardInterrupt:
+        print("\nbpeforge: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (OSError, ValueError, TypeError) as err:
+        print(f"bpeforge: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bpeforge", description="Byte-level BPE tokenizer training, fast and exact.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_train(commands)
+    return parser
+
+
+def _add_train(commands: argparse._SubParsersAction) -> None:
+    train_cmd = commands.add_parser(
+        "train",
+        help="learn a vocabulary and merges from text files",
+        description="Train a byte-level BPE tokenizer (CS336 semantics, GPT-2 pre-tokenizer). Writes "
+        "DIR/vocab.json, DIR/merges.txt and DIR/bpeforge.json atomically.",
+    )
+    train_cmd.add_argument("inputs", nargs="*", metavar="INPUT", help="UTF-8 text files, read as one corpus")
+    train_cmd.add_argument("--demo", action="store_true", help="train on the Python standard library's source files")
+    train_cmd.add_argument("--vocab-size", type=int, help="total vocabulary size (default 10000; 4096 with --demo)")
+    train_cmd.add_argument(
+        "--special-token",
+        action="append",
+        dest="special_tokens",
+        metavar="TOK",
+        help="a special token that separates documents (repeatable; default <|endoftext|>)",
+    )
+    train_cmd.add_argument("-o", "--output", type=Path, help="output directory (default bpeforge-demo with --demo)")
+    train_cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    train_cmd.add_argument("--force", action="store_true", help="replace the output directory if it exists")
+    train_cmd.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    train_cmd.set_defaults(run=_run_train)
+
+
+def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    inputs, output, vocab_size = _train_inputs(args, parser)
+    specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
+    if output.exists() and not args.force:
+        parser.error(f"{output} already exists; pass --force to replace it")
+    started = time.perf_counter()
+    result = train(inputs, vocab_size, specials, num_threads=args.threads, progress=not args.no_progress)
+    write_started = time.perf_counter()
+    io.save(result.vocab, result.merges, output, special_tokens=specials, overwrite=args.force)
+    finished = time.perf_counter()
+    print_train_summary(
+        result, output, write_seconds=finished - write_started, total_seconds=finished - started, files=len(inputs)
+    )
+    return 0
+
+
+def _train_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[list[str], Path, int]:
+    if args.demo:
+        if args.inputs:
+            parser.error("--demo trains on the standard library; give either --demo or INPUT files, not both")
+        return demo.stdlib_sources(), args.output or Path("bpeforge-demo"), args.vocab_size or 4096
+    if not args.inputs:
+        parser.error("give the INPUT files to train on (or --demo)")
+    if args.output is None:
+        parser.error("give the output directory with -o DIR")
+    return args.inputs, args.output, args.vocab_size or 10000

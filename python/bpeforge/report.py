@@ -1,0 +1,52 @@
+"""The closing summary printed after training."""
+
+from __future__ import annotations
+
+import resource
+import sys
+from pathlib import Path
+
+from bpeforge.train import TrainResult
+
+
+def peak_memory_mib() -> float:
+    """Peak resident memory of this process (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def show_token(token: bytes) -> str:
+    """A token for humans: its text if it is UTF-8, else its escaped bytes."""
+    try:
+        return repr(token.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(token)
+
+
+def longest_tokens(result: TrainResult, count: int = 5) -> list[bytes]:
+    specials = {token.encode("utf-8") for token in result.special_tokens}
+    learned = [token for token_id, token in result.vocab.items() if token_id >= 256 and token not in specials]
+    return sorted(learned, key=lambda token: (-len(token), token))[:count]
+
+
+def print_train_summary(
+    result: TrainResult, output: Path, *, write_seconds: float, total_seconds: float, files: int
+) -> None:
+    stats = result.stats
+    mib = stats.bytes_read / (1024 * 1024)
+    rate = mib / stats.pretokenize_seconds if stats.pretokenize_seconds > 0 else float("inf")
+    merges_per_second = len(result.merges) / stats.merge_seconds if stats.merge_seconds > 0 else float("inf")
+    lines = [
+        f"wrote {output}/ (vocab.json, merges.txt, bpeforge.json)",
+        f"  corpus          {mib:,.1f} MiB in {files} file(s), {stats.unique_pretokens:,} unique pre-tokens",
+        f"  vocabulary      {len(result.vocab):,} tokens ({len(result.merges):,} merges, "
+        f"{len(result.special_tokens)} special)",
+        f"  pre-tokenize    {stats.pretokenize_seconds:.2f} s ({rate:,.0f} MiB/s on {stats.threads} threads)",
+        f"  merges          {stats.merge_seconds:.2f} s ({merges_per_second:,.0f} merges/s)",
+        f"  write           {write_seconds:.2f} s",
+        f"  total           {total_seconds:.2f} s, peak memory {peak_memory_mib():,.0f} MiB",
+        "  longest tokens  " + ", ".join(show_token(t) for t in longest_tokens(result)),
+    ]
+    if len(result.vocab) < 256 + len(result.special_tokens) + len(result.merges) or not result.merges:
+        lines.append("  note: the corpus ran out of pairs before reaching the requested vocabulary size")
+    print("\n".join(lines))
