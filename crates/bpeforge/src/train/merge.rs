@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 
 use super::queue::{Candidate, MergeQueue};
 use super::table::PretokenCounts;
-use super::word::{Pair, Word};
+use super::word::{Pair, WordStore};
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
 
@@ -45,7 +45,7 @@ pub fn learn_merges(counts: PretokenCounts, max_merges: usize, observer: &dyn Ob
 }
 
 struct MergeState {
-    words: Vec<Word>,
+    words: WordStore,
     word_counts: Vec<u64>,
     pair_counts: FxHashMap<Pair, i64>,
     pair_words: FxHashMap<Pair, Vec<u32>>,
@@ -58,10 +58,11 @@ struct MergeState {
 impl MergeState {
     fn new(counts: PretokenCounts) -> Self {
         // A one-byte pre-token holds no pair and can never change: leave it out.
-        let (mut words, mut word_counts) = (Vec::with_capacity(counts.len()), Vec::with_capacity(counts.len()));
+        let mut words = WordStore::default();
+        let mut word_counts = Vec::with_capacity(counts.len());
         counts.for_each(|bytes, n| {
             if bytes.len() > 1 {
-                words.push(Word::from_bytes(bytes));
+                words.push_bytes(bytes);
                 word_counts.push(n);
             }
         });
@@ -82,13 +83,13 @@ impl MergeState {
     }
 
     fn count_initial_pairs(&mut self) {
-        for (index, word) in self.words.iter().enumerate() {
-            let count = self.word_counts[index] as i64;
-            for pair in word.pairs() {
+        for index in 0..self.words.len() as u32 {
+            let count = self.word_counts[index as usize] as i64;
+            for pair in self.words.pairs(index) {
                 *self.pair_counts.entry(pair).or_insert(0) += count;
                 let holders = self.pair_words.entry(pair).or_default();
-                if holders.last() != Some(&(index as u32)) {
-                    holders.push(index as u32);
+                if holders.last() != Some(&index) {
+                    holders.push(index);
                 }
             }
         }
@@ -126,7 +127,7 @@ impl MergeState {
         let Self { words, word_counts, pair_words, .. } = self;
         for &index in &holders {
             let count = word_counts[index as usize] as i64;
-            words[index as usize].merge(pair, new, |changed, delta| {
+            words.merge(index, pair, new, |changed, delta| {
                 *deltas.entry(changed).or_insert(0) += delta * count;
                 if delta > 0 {
                     let holders = pair_words.entry(changed).or_default();

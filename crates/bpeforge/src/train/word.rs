@@ -1,62 +1,90 @@
-//! One distinct pre-token as a sequence of symbol ids, merged in place.
+//! The distinct pre-tokens as symbol sequences, merged in place.
+//!
+//! All words live in one contiguous arena (`WordStore`), each a span that only
+//! shrinks as merges apply. One allocation per word made every visit of the
+//! merge loop a cache miss; with the arena, the loop's visits in word order
+//! walk memory forward.
 
 /// A pair of adjacent symbols.
 pub type Pair = (u32, u32);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Word {
+/// The words of the merge loop: symbols of every word in one arena.
+#[derive(Debug, Clone, Default)]
+pub struct WordStore {
     symbols: Vec<u32>,
+    /// Per word: start in `symbols` and current length.
+    spans: Vec<(usize, u32)>,
 }
 
-impl Word {
-    /// A word of single bytes: symbol id = byte value.
-    pub fn from_bytes(bytes: &[u8]) -> Self {
-        Self { symbols: bytes.iter().map(|&b| b as u32).collect() }
+impl WordStore {
+    /// Add a word of single bytes (symbol id = byte value); returns its index.
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> u32 {
+        let index = self.spans.len() as u32;
+        self.spans.push((self.symbols.len(), bytes.len() as u32));
+        self.symbols.extend(bytes.iter().map(|&b| b as u32));
+        index
     }
 
-    pub fn symbols(&self) -> &[u32] {
-        &self.symbols
+    pub fn len(&self) -> usize {
+        self.spans.len()
     }
 
-    pub fn pairs(&self) -> impl Iterator<Item = Pair> + '_ {
-        self.symbols.windows(2).map(|w| (w[0], w[1]))
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
     }
 
-    /// Replace each occurrence of `pair`, left to right and non-overlapping,
-    /// by `new`, reporting every pair count change as `(pair, ±1)`.
-    ///
-    /// Only the neighbours of each occurrence change: `(prev, left)` and
-    /// `(right, next)` go, `(prev, new)` and `(new, next)` come. When two
-    /// occurrences are back to back, `prev` is the `new` just written, so the
-    /// `(new, left)` added by the first is taken back by the second.
-    pub fn merge(&mut self, pair: Pair, new: u32, mut changed: impl FnMut(Pair, i64)) {
-        let (left, right) = pair;
-        let symbols = &mut self.symbols;
-        let len = symbols.len();
-        let (mut read, mut write) = (0, 0);
-        while read < len {
-            if read + 1 < len && symbols[read] == left && symbols[read + 1] == right {
-                if write > 0 {
-                    let prev = symbols[write - 1];
-                    changed((prev, left), -1);
-                    changed((prev, new), 1);
-                }
-                changed(pair, -1);
-                if read + 2 < len {
-                    let next = symbols[read + 2];
-                    changed((right, next), -1);
-                    changed((new, next), 1);
-                }
-                symbols[write] = new;
-                read += 2;
-            } else {
-                symbols[write] = symbols[read];
-                read += 1;
+    pub fn symbols(&self, word: u32) -> &[u32] {
+        let (start, len) = self.spans[word as usize];
+        &self.symbols[start..start + len as usize]
+    }
+
+    pub fn pairs(&self, word: u32) -> impl Iterator<Item = Pair> + '_ {
+        self.symbols(word).windows(2).map(|w| (w[0], w[1]))
+    }
+
+    /// Merge `pair` into `new` inside one word (see `merge_symbols`).
+    pub fn merge(&mut self, word: u32, pair: Pair, new: u32, changed: impl FnMut(Pair, i64)) {
+        let (start, len) = self.spans[word as usize];
+        let symbols = &mut self.symbols[start..start + len as usize];
+        let new_len = merge_symbols(symbols, pair, new, changed);
+        self.spans[word as usize].1 = new_len as u32;
+    }
+}
+
+/// Replace each occurrence of `pair` in `symbols`, left to right and
+/// non-overlapping, by `new`, reporting every pair count change as
+/// `(pair, ±1)`; returns the new length (the tail is left as garbage).
+///
+/// Only the neighbours of each occurrence change: `(prev, left)` and
+/// `(right, next)` go, `(prev, new)` and `(new, next)` come. When two
+/// occurrences are back to back, `prev` is the `new` just written, so the
+/// `(new, left)` added by the first is taken back by the second.
+pub fn merge_symbols(symbols: &mut [u32], pair: Pair, new: u32, mut changed: impl FnMut(Pair, i64)) -> usize {
+    let (left, right) = pair;
+    let len = symbols.len();
+    let (mut read, mut write) = (0, 0);
+    while read < len {
+        if read + 1 < len && symbols[read] == left && symbols[read + 1] == right {
+            if write > 0 {
+                let prev = symbols[write - 1];
+                changed((prev, left), -1);
+                changed((prev, new), 1);
             }
-            write += 1;
+            changed(pair, -1);
+            if read + 2 < len {
+                let next = symbols[read + 2];
+                changed((right, next), -1);
+                changed((new, next), 1);
+            }
+            symbols[write] = new;
+            read += 2;
+        } else {
+            symbols[write] = symbols[read];
+            read += 1;
         }
-        symbols.truncate(write);
+        write += 1;
     }
+    write
 }
 
 #[cfg(test)]
@@ -65,11 +93,14 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn merged(bytes: &[u8], pair: Pair, new: u32) -> (Vec<u32>, BTreeMap<Pair, i64>) {
-        let mut word = Word::from_bytes(bytes);
+        let mut store = WordStore::default();
+        store.push_bytes(b"zz"); // a neighbour in the arena that must not change
+        let word = store.push_bytes(bytes);
         let mut changes = BTreeMap::new();
-        word.merge(pair, new, |p, d| *changes.entry(p).or_insert(0) += d);
+        store.merge(word, pair, new, |p, d| *changes.entry(p).or_insert(0) += d);
         changes.retain(|_, d| *d != 0);
-        (word.symbols, changes)
+        assert_eq!(store.symbols(0), [b'z' as u32, b'z' as u32]);
+        (store.symbols(word).to_vec(), changes)
     }
 
     const A: u32 = b'a' as u32;
