@@ -75,6 +75,7 @@ def save(
 
     An existing directory is replaced only with `overwrite=True`.
     """
+    _check_types(vocab, merges)
     files = {
         VOCAB_FILE: _vocab_json(vocab),
         MERGES_FILE: _merges_txt(merges),
@@ -130,6 +131,15 @@ def load_special_tokens(directory: Union[str, os.PathLike[str]]) -> list[str]:
     if meta.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path}: format_version {meta.get('format_version')!r}; this bpeforge reads {FORMAT_VERSION}")
     return list(meta.get("special_tokens", []))
+
+
+def _check_types(vocab: Vocab, merges: Merges) -> None:
+    for token_id, token in vocab.items():
+        if not isinstance(token_id, int) or not isinstance(token, bytes):
+            raise TypeError(f"vocab must map int ids to bytes; entry {token_id!r}: {token!r} is not")
+    for rank, merge in enumerate(merges):
+        if len(merge) != 2 or not all(isinstance(part, bytes) for part in merge):
+            raise TypeError(f"merges must be (bytes, bytes) pairs; merge {rank} is {merge!r}")
 
 
 def _vocab_json(vocab: Vocab) -> str:

@@ -14,7 +14,7 @@ const INTERVAL: Duration = Duration::from_millis(100);
 
 pub struct PyObserver {
     callback: Option<Py<PyAny>>,
-    last_call: Mutex<Option<Instant>>,
+    last_call: Mutex<Option<(Phase, Instant)>>,
     /// The Python error (KeyboardInterrupt, or one the callback raised) that
     /// stopped the work, re-raised once the GIL is back.
     pub error: Mutex<Option<PyErr>>,
@@ -25,12 +25,14 @@ impl PyObserver {
         Self { callback, last_call: Mutex::new(None), error: Mutex::new(None) }
     }
 
-    fn due(&self, done: u64, total: u64) -> bool {
+    /// The first report of a phase and its last one always go through.
+    fn due(&self, phase: Phase, done: u64, total: u64) -> bool {
         let mut last = self.last_call.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
-        let due = done >= total || last.is_none_or(|t| now.duration_since(t) >= INTERVAL);
+        let due = done >= total
+            || last.is_none_or(|(last_phase, at)| last_phase != phase || now.duration_since(at) >= INTERVAL);
         if due {
-            *last = Some(now);
+            *last = Some((phase, now));
         }
         due
     }
@@ -38,7 +40,7 @@ impl PyObserver {
 
 impl Observer for PyObserver {
     fn progress(&self, phase: Phase, done: u64, total: u64) -> Result<(), Error> {
-        if !self.due(done, total) {
+        if !self.due(phase, done, total) {
             return Ok(());
         }
         let outcome = Python::attach(|py| {

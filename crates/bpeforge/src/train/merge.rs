@@ -40,7 +40,9 @@ pub fn learn_merges(counts: PretokenCounts, max_merges: usize, observer: &dyn Ob
             observer.progress(Phase::Merge, merges.len() as u64, max_merges as u64)?;
         }
     }
-    observer.progress(Phase::Merge, merges.len() as u64, max_merges as u64)?;
+    // The phase is complete: when the corpus ran out of pairs early, that is
+    // fewer merges than asked for, which the summary reports.
+    observer.progress(Phase::Merge, merges.len() as u64, merges.len() as u64)?;
     Ok(merges)
 }
 

@@ -1,0 +1,137 @@
+"""`bpeforge train` as a user runs it: real processes, real files."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bpeforge
+from bpeforge import _core
+
+SPECIAL = "<|endoftext|>"
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bpeforge", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+def write_corpus(path: Path, documents: int = 50, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    words = ["low", "lower", "newest", "widest", "the", "cat", "sat", "on", "mat", "don't", "1984", "naïve"]
+    docs = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 60))) for _ in range(documents)]
+    path.write_bytes(f"\n{SPECIAL}\n".join(docs).encode("utf-8"))
+    return path
+
+
+def test_train_writes_what_the_api_returns(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt")
+    result = run_cli("train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "out"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert "wrote" in result.stdout and "unique pre-tokens" in result.stdout
+    assert bpeforge.load(tmp_path / "out") == bpeforge.train_bpe(corpus, 300, [SPECIAL])
+
+
+def test_existing_output_needs_force(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    refused = run_cli("train", str(corpus), "--vocab-size", "300", "-o", str(out), "--no-progress")
+    assert refused.returncode == 2
+    assert "--force" in refused.stderr
+    assert (out / "mine.txt").read_text() == "keep me"
+    forced = run_cli("train", str(corpus), "--vocab-size", "300", "-o", str(out), "--no-progress", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert not (out / "mine.txt").exists() and (out / "merges.txt").exists()
+
+
+def test_missing_input_is_named_and_nothing_is_written(tmp_path):
+    result = run_cli("train", str(tmp_path / "nope.txt"), "--vocab-size", "300", "-o", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "nope.txt" in result.stderr and "No such file" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_vocab_size_too_small_states_the_minimum(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt")
+    result = run_cli("train", str(corpus), "--vocab-size", "100", "-o", str(tmp_path / "out"))
+    assert result.returncode == 2 and "at least 257" in result.stderr
+
+
+def test_demo_trains_on_the_standard_library(tmp_path):
+    result = run_cli("train", "--demo", "--vocab-size", "600", "--no-progress", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    vocab, merges = bpeforge.load(tmp_path / "bpeforge-demo")
+    assert len(vocab) == 600 and len(merges) == 600 - 257
+    assert b"    " in vocab.values()  # Python source: indentation is learned early
+
+
+def test_progress_bars_report_both_phases(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt")
+    result = run_cli("train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "pre-tokenize" in result.stderr and "merges" in result.stderr
+
+
+def test_ctrl_c_in_the_core_raises_keyboard_interrupt(tmp_path):
+    # The core reports progress from the calling thread, where the binding
+    # checks for signals: a SIGINT raised during the run surfaces as
+    # KeyboardInterrupt instead of a result.
+    corpus = write_corpus(tmp_path / "corpus.txt", documents=2000)
+    calls = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        calls.append(phase)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)
+
+    try:
+        _core.train([str(corpus)], 5000, [SPECIAL], 1, 4096, progress)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("training finished despite SIGINT")
+    assert calls == ["pretokenize"]  # stopped at the first report
+
+
+def big_corpus(path: Path, megabytes: int) -> Path:
+    rng = random.Random(1)
+    alphabet = "abcdefghijklmnopqrstuvwxyzéß"
+    block = " ".join("".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(200_000)).encode()
+    with open(path, "wb") as f:
+        written = 0
+        while written < megabytes << 20:
+            f.write(block + b"\n")
+            written += len(block) + 1
+    return path
+
+
+def test_sigint_stops_the_cli_quickly_with_exit_130(tmp_path):
+    corpus = big_corpus(tmp_path / "big.txt", 150)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bpeforge", "train", str(corpus), "--vocab-size", "60000", "-o", str(out)]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stderr is not None
+    # Wait for the first progress bar: the core is running.
+    buffer = ""
+    while "pre-tokenize" not in buffer:
+        char = proc.stderr.read(1)
+        assert char, f"the CLI ended before training started: {buffer}"
+        buffer += char
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    proc.wait(timeout=60)
+    elapsed = time.monotonic() - sent
+    assert proc.returncode == 130, buffer + rest
+    assert "interrupted" in rest
+    assert elapsed < 3.0, f"took {elapsed:.1f}s to stop"  # the core checks at least every batch / 64 merges
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["big.txt"]

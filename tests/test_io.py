@@ -1,0 +1,105 @@
+"""GPT-2-style vocab.json + merges.txt: exact round trips and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import bpeforge
+import pytest
+from bpeforge import io
+
+
+def test_byte_to_unicode_is_a_printable_bijection():
+    table = io.bytes_to_unicode()
+    assert sorted(table) == list(range(256))
+    assert len(set(table.values())) == 256
+    assert all(char.isprintable() and not char.isspace() for char in table.values())
+    assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ"  # GPT-2's well-known spellings
+
+
+def random_tokens(seed: int, count: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [bytes(rng.randrange(256) for _ in range(rng.randint(1, 6))) for _ in range(count)]
+
+
+def test_any_bytes_round_trip(tmp_path):
+    # Tokens that are not UTF-8 alone, spaces, newlines, NUL: all survive.
+    tokens = [*random_tokens(0, 200), b" ", b"\n", b"\x00", b"\xff\xfe", "é".encode()[:1]]
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab.update({256 + i: token for i, token in enumerate(tokens)})
+    merges = [(token[:1], token[1:] or b"x") for token in tokens]
+    bpeforge.save(vocab, merges, tmp_path / "tok", special_tokens=["<|endoftext|>"])
+    assert bpeforge.load(tmp_path / "tok") == (vocab, merges)
+    assert io.load_special_tokens(tmp_path / "tok") == ["<|endoftext|>"]
+
+
+def test_two_ids_with_the_same_bytes_are_both_kept(tmp_path):
+    # Merges ("ab","c") and ("a","bc") both make b"abc": two ids, one spelling.
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc", 258: b"abc", 259: b"abc"}
+    merges = [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")]
+    bpeforge.save(vocab, merges, tmp_path / "tok")
+    assert bpeforge.load(tmp_path / "tok") == (vocab, merges)
+
+
+def test_files_are_what_gpt2_tools_expect(tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b" t", 257: b"<|endoftext|>"}
+    bpeforge.save(vocab, [(b" ", b"t")], tmp_path / "tok")
+    assert json.loads((tmp_path / "tok" / "vocab.json").read_text("utf-8"))["Ġt"] == 256
+    lines = (tmp_path / "tok" / "merges.txt").read_text("utf-8").splitlines()
+    assert lines == ["#version: 0.2", "Ġ t"]
+
+
+def test_existing_directory_is_kept_unless_overwrite(tmp_path):
+    target = tmp_path / "tok"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        bpeforge.save(vocab, [], target)
+    assert (target / "keep.txt").read_text() == "mine"
+    bpeforge.save(vocab, [], target, overwrite=True)
+    assert sorted(p.name for p in target.iterdir()) == ["bpeforge.json", "merges.txt", "vocab.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tok"]  # no staging or retired dirs left
+
+
+def test_a_failed_save_leaves_nothing_behind(tmp_path):
+    vocab = {0: b"a", 1: "not bytes"}  # encoding the second token fails mid-way
+    with pytest.raises(TypeError):
+        bpeforge.save(vocab, [], tmp_path / "tok")  # type: ignore[dict-item]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_malformed_merges_name_the_file_and_line(tmp_path):
+    path = tmp_path / "merges.txt"
+    path.write_text("#version: 0.2\nĠ t\nthree parts here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"merges\.txt:3: expected two tokens"):
+        io.load_merges(path)
+
+
+def test_vocab_with_a_char_outside_the_byte_table_is_refused(tmp_path):
+    path = tmp_path / "vocab.json"
+    path.write_text(json.dumps({"a": 0, "☃": 1}), encoding="utf-8")
+    with pytest.raises(ValueError, match="not a GPT-2 byte character"):
+        io.load_vocab(path)
+
+
+def cs336_dir() -> Path:
+    root = os.environ.get("BPEFORGE_TEST_DATA")
+    if not root:
+        pytest.skip("set BPEFORGE_TEST_DATA=path/to/shared/data to run the tests on the GPT-2 fixture files")
+    return Path(root) / "cs336"
+
+
+def test_loads_gpt2s_own_files():
+    vocab = io.load_vocab(cs336_dir() / "gpt2_vocab.json")
+    merges = io.load_merges(cs336_dir() / "gpt2_merges.txt")
+    assert len(vocab) == 50257 and len(merges) == 50000
+    assert vocab[50256] == b"<|endoftext|>"
+    assert vocab[220] == b" "  # GPT-2 does not put bytes at ids 0-255 in byte order
+    assert merges[0] == (b" ", b"t")
+    # Every merge's result is a token of the vocabulary.
+    values = set(vocab.values())
+    assert all(left + right in values for left, right in merges)
