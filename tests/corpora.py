@@ -44,14 +44,16 @@ CONTRACTIONS = [
 
 CONTROL = ["\x00", "\x00\x00", "\r\n", "\r\n\r\n", "\n\n\n", "\r", "\x7f", "\x01"]
 
-# Sets of special tokens; longest-first matching is exercised by the doubled
-# end-of-text token, and a partial overlap ("<s>" / "s><") pins down that the
-# leftmost match wins.
+# Sets of special tokens. Longest-first matching is exercised by the doubled
+# end-of-text token and by "<|" (shortest-first would cut "<|endoftext|>" into
+# "<|" and the text "endoftext|>"); the partial overlap "<s>" / "s><" pins
+# down that the leftmost match wins.
 SPECIAL_SETS = [
     [],
     [ENDOFTEXT],
     [ENDOFTEXT, ENDOFTEXT + ENDOFTEXT],
     [ENDOFTEXT + ENDOFTEXT, ENDOFTEXT],
+    ["<|", ENDOFTEXT],  # a special that is a prefix of another one
     ["<s>", "</s>", "<pad>"],
     ["<s>", "s><"],
     ["§", "<|终|>"],

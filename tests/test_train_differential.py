@@ -228,6 +228,14 @@ def test_specials_split_documents_and_never_merge(tmp_path):
     assert not any(b"<|" in value for key, value in vocab.items() if key < 257)
 
 
+def test_longest_special_wins_where_several_start(tmp_path):
+    # "<s>" and "<s>!!" both start at the same place: the longer one is cut
+    # out, so the documents are "hi" and "hi" and (h, i) is the only pair.
+    # Trying "<s>" first would leave "!!hi" behind and add the pair (!, !).
+    merges = train("hi<s>!!hi", tmp_path, specials=["<s>", "<s>!!"])[1]
+    assert merges == [(b"h", b"i")]
+
+
 def test_leftmost_special_wins_over_a_later_longer_one(tmp_path):
     # Specials "ab" and "bcd" overlap in "xabcdx". The leftmost match wins
     # (as re.split with the longest-first alternation does): "ab" is cut out

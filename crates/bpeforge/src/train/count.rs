@@ -34,16 +34,17 @@ pub fn count_files(
     let mut counts = PretokenCounts::default();
     let mut done = 0u64;
     observer.progress(Phase::Pretokenize, 0, total_bytes)?;
-    loop {
-        let batch = chunks.next_batch(batch_bytes)?;
-        if batch.is_empty() {
-            return Ok((counts, done));
-        }
-        let batch_counts = pool.install(|| count_batch(&batch, specials));
+    let mut batch = chunks.next_batch(batch_bytes)?;
+    while !batch.is_empty() {
+        // Read the next batch on one worker while the others count this one.
+        let (batch_counts, next_batch) =
+            pool.install(|| rayon::join(|| count_batch(&batch, specials), || chunks.next_batch(batch_bytes)));
         counts.absorb(batch_counts);
         done += batch.iter().map(|c| c.text.len() as u64).sum::<u64>();
         observer.progress(Phase::Pretokenize, done, total_bytes.max(done))?;
+        batch = next_batch?;
     }
+    Ok((counts, done))
 }
 
 /// Add up the sizes up front: this also names a missing file or a directory
