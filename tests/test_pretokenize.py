@@ -36,14 +36,20 @@ def assert_same_split(text: str) -> None:
 
 # --- random text ------------------------------------------------------------------
 
+
+def text_of_length(alphabet: st.SearchStrategy[str], max_size: int) -> st.SearchStrategy[str]:
+    """Text whose length is drawn first: `st.text` alone keeps most strings tiny."""
+    return st.integers(0, max_size).flatmap(lambda n: st.text(alphabet, min_size=n, max_size=n))
+
+
 # Surrogates are excluded: a lone surrogate is not valid UTF-8.
-any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=200)
+any_text = text_of_length(st.characters(exclude_categories=("Cs",)), max_size=200)
 
 # Few distinct characters, each a different class of the pattern, so the
 # interesting sequences (space before a word, whitespace runs before a word,
 # apostrophes before s/t/ll) come up constantly.
 BIASED_ALPHABET = " \n\t\r'sdmtlvreSLabc019.,!?é日٣\u3000\xa0\x1c\x00\u0301😀"
-biased_text = st.text(st.sampled_from(BIASED_ALPHABET), max_size=80)
+biased_text = text_of_length(st.sampled_from(BIASED_ALPHABET), max_size=120)
 
 pieces_text = st.lists(
     st.one_of(
@@ -52,7 +58,8 @@ pieces_text = st.lists(
         st.sampled_from(list(REGEX_WHITESPACE + NOT_REGEX_WHITESPACE)),
         st.sampled_from(["'s", "'t", "'ll", "'ve", "'re", "'d", "'m", "'S", "'", " ", "  ", "\n\n"]),
     ),
-    max_size=30,
+    min_size=1,
+    max_size=40,
 ).map("".join)
 
 

@@ -19,9 +19,9 @@ from reference_trainer import reference_train_bpe
 
 # derandomize: CI sees the same examples on every run; no example database is
 # written into the working tree.
-DIFFERENTIAL = settings(max_examples=150, deadline=None, derandomize=True, database=None)
-MATRIX = settings(max_examples=30, deadline=None, derandomize=True, database=None)
-MULTI_FILE = settings(max_examples=60, deadline=None, derandomize=True, database=None)
+DIFFERENTIAL = settings(max_examples=200, deadline=None, derandomize=True, database=None)
+MATRIX = settings(max_examples=60, deadline=None, derandomize=True, database=None)
+MULTI_FILE = settings(max_examples=100, deadline=None, derandomize=True, database=None)
 
 THREADS = [1, 2, 4]
 # Tiny chunks put a read boundary inside nearly every special token, CRLF and
