@@ -1,7 +1,7 @@
 """The `bpeforge` command line.
 
-    bpeforge train INPUT... --vocab-size N --special-token TOK -o DIR
-    bpeforge train --demo            # trains on the Python standard library's own source
+bpeforge train INPUT... --vocab-size N --special-token TOK -o DIR
+bpeforge train --demo            # trains on the Python standard library's own source
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
 
 from bpeforge import demo, io
 from bpeforge.report import print_train_summary
@@ -21,7 +20,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:

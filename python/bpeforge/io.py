@@ -16,7 +16,6 @@ import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Union
 
 FORMAT_VERSION = 1
 VOCAB_FILE = "vocab.json"
@@ -66,9 +65,9 @@ def decode_token(text: str, *, where: str = "") -> bytes:
 def save(
     vocab: Vocab,
     merges: Merges,
-    directory: Union[str, os.PathLike[str]],
+    directory: str | os.PathLike[str],
     *,
-    special_tokens: Optional[list[str]] = None,
+    special_tokens: list[str] | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write `vocab.json`, `merges.txt` and `bpeforge.json` into `directory`, atomically.
@@ -84,13 +83,13 @@ def save(
     return write_directory_atomically(Path(directory), files, overwrite=overwrite)
 
 
-def load(directory: Union[str, os.PathLike[str]]) -> tuple[Vocab, Merges]:
+def load(directory: str | os.PathLike[str]) -> tuple[Vocab, Merges]:
     """Read a directory written by `save` (or GPT-2's own two files)."""
     directory = Path(directory)
     return load_vocab(directory / VOCAB_FILE), load_merges(directory / MERGES_FILE)
 
 
-def load_vocab(path: Union[str, os.PathLike[str]]) -> Vocab:
+def load_vocab(path: str | os.PathLike[str]) -> Vocab:
     """`{token: id}` JSON. Duplicate keys are kept: two ids may share bytes."""
     with open(path, encoding="utf-8") as f:
         pairs = json.load(f, object_pairs_hook=list)
@@ -106,7 +105,7 @@ def load_vocab(path: Union[str, os.PathLike[str]]) -> Vocab:
     return vocab
 
 
-def load_merges(path: Union[str, os.PathLike[str]]) -> Merges:
+def load_merges(path: str | os.PathLike[str]) -> Merges:
     """One merge per line, `left right`; a leading `#version` line is skipped."""
     merges: Merges = []
     with open(path, encoding="utf-8") as f:
@@ -122,7 +121,7 @@ def load_merges(path: Union[str, os.PathLike[str]]) -> Merges:
     return merges
 
 
-def load_special_tokens(directory: Union[str, os.PathLike[str]]) -> list[str]:
+def load_special_tokens(directory: str | os.PathLike[str]) -> list[str]:
     """The special tokens recorded by `save` (none for a bare GPT-2 directory)."""
     path = Path(directory) / META_FILE
     if not path.exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Union
 
 from bpeforge import _core
 from bpeforge.progress import ProgressBars
@@ -39,9 +39,9 @@ def train_bpe(
     vocab_size: int,
     special_tokens: Iterable[str] = (),
     *,
-    num_threads: Optional[int] = None,
+    num_threads: int | None = None,
     progress: bool = False,
-    chunk_size: Optional[int] = None,
+    chunk_size: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Train a byte-level BPE vocabulary with the exact CS336 semantics.
 
@@ -67,9 +67,9 @@ def train(
     vocab_size: int,
     special_tokens: Iterable[str] = (),
     *,
-    num_threads: Optional[int] = None,
+    num_threads: int | None = None,
     progress: bool = False,
-    chunk_size: Optional[int] = None,
+    chunk_size: int | None = None,
 ) -> TrainResult:
     """Like `train_bpe`, with the special tokens and run figures kept."""
     paths = _normalize_paths(input_path)
