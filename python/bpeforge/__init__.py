@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from bpeforge._core import pretokenize
 from bpeforge.io import load, save
+from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainResult, TrainStats, train, train_bpe
 
 try:
@@ -16,4 +17,14 @@ try:
 except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0+unknown"
 
-__all__ = ["TrainResult", "TrainStats", "__version__", "load", "pretokenize", "save", "train", "train_bpe"]
+__all__ = [
+    "Tokenizer",
+    "TrainResult",
+    "TrainStats",
+    "__version__",
+    "load",
+    "pretokenize",
+    "save",
+    "train",
+    "train_bpe",
+]

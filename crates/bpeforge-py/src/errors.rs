@@ -27,7 +27,9 @@ pub fn to_py_err(error: Error) -> PyErr {
                 _ => PyOSError::new_err(args),
             }
         }
-        Error::InvalidUtf8 { .. } | Error::InvalidArgument(_) => PyValueError::new_err(error.to_string()),
+        Error::InvalidUtf8 { .. } | Error::InvalidArgument(_) | Error::UnknownId(_) => {
+            PyValueError::new_err(error.to_string())
+        }
         Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
     }
 }

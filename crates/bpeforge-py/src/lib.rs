@@ -4,6 +4,7 @@
 //! call, and maps errors. Policy (defaults, argument checks a user reads) lives
 //! in `python/bpeforge`; algorithms live in `crates/bpeforge`.
 
+mod encoder;
 mod errors;
 mod observer;
 
@@ -61,6 +62,7 @@ fn pretokenize(text: &str) -> Vec<&str> {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<encoder::PyEncoder>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;

@@ -99,7 +99,7 @@ impl<'s, R: Read> ChunkReader<'s, R> {
 }
 
 /// The last safe cut in `buf`, if any (see the module docs).
-fn find_cut(buf: &[u8], specials: &SpecialSplitter) -> Option<usize> {
+pub(crate) fn find_cut(buf: &[u8], specials: &SpecialSplitter) -> Option<usize> {
     let settled = buf.len().checked_sub(specials.max_len())?;
     let last_special_end =
         specials.find_all(buf).take_while(|&(start, _, _)| start < settled).last().map(|(_, end, _)| end);

@@ -17,6 +17,10 @@ pub enum Error {
     #[error("{0}")]
     InvalidArgument(String),
 
+    /// A token id that the vocabulary does not have.
+    #[error("unknown token id {0}")]
+    UnknownId(u32),
+
     /// The progress observer asked to stop (Ctrl-C in Python).
     #[error("interrupted")]
     Interrupted,

@@ -1,4 +1,4 @@
-//! bpeforge: byte-level BPE training (and, later, encoding) in pure Rust.
+//! bpeforge: byte-level BPE training and encoding in pure Rust.
 //!
 //! No Python here: `crates/bpeforge-py` is the thin PyO3 layer over this crate.
 //! Map of the crate, one concept per module:
@@ -7,17 +7,24 @@
 //! - `specials`: splitting on special tokens, longest first;
 //! - `chunking`: reading files in chunks cut where the result cannot change;
 //! - `train`: counting and the merge loop;
+//! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
 //! - `progress`, `error`: how work reports, stops and fails.
 
+pub mod bpe;
 pub mod charclass;
 pub mod chunking;
+pub mod encode;
 pub mod error;
+pub mod packed;
 pub mod pretokenize;
 pub mod progress;
 pub mod specials;
 pub mod train;
 mod unicode_tables;
+pub mod vocab;
 
+pub use encode::Encoder;
 pub use error::Error;
 pub use progress::{Observer, Phase, Silent};
 pub use train::{train, TrainOptions, TrainResult, TrainStats};
+pub use vocab::Vocabulary;

@@ -1,60 +1,16 @@
 //! The table of distinct pre-tokens and their counts.
 //!
-//! Most pre-tokens are short, so a pre-token of up to 15 bytes is packed into
-//! a `u128` key with its length in the top byte: hashing and comparing it is
-//! two word operations, with no pointer to chase into the text and no
-//! `memcmp` call. Counting spent most of its time there with `&[u8]` keys.
-//! Longer pre-tokens go to a map keyed by their bytes.
+//! Most pre-tokens are short, so one of up to 15 bytes is keyed by its packed
+//! `u128` form (`packed.rs`): hashing and comparing it is two word operations,
+//! with no pointer to chase into the text and no `memcmp` call. Counting spent
+//! most of its time there with `&[u8]` keys. Longer pre-tokens go to a map
+//! keyed by their bytes.
 
 use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-const INLINE_MAX: usize = 15;
-
-/// Pack a pre-token of at most 15 bytes: its bytes in order (little-endian)
-/// and its length in the top byte, which keeps `b"a"` and `b"a\0"` apart.
-///
-/// Built from at most two overlapping word loads, shifted to drop the
-/// overlap, rather than byte by byte: this runs once per pre-token of the
-/// corpus and a byte loop cost an eighth of the counting time.
-#[inline]
-fn pack(bytes: &[u8]) -> Option<u128> {
-    let len = bytes.len();
-    let low: u64 = match len {
-        0 => 0,
-        1..=3 => (0..len).fold(0, |acc, i| acc | (bytes[i] as u64) << (8 * i)),
-        4..=7 => {
-            let first = load_u32(&bytes[..4]) as u64;
-            let last = load_u32(&bytes[len - 4..]) as u64 >> (8 * (8 - len));
-            first | last << 32
-        }
-        8..=INLINE_MAX => load_u64(&bytes[..8]),
-        _ => return None,
-    };
-    let high_bytes = if len > 8 { load_u64(&bytes[len - 8..]) >> (8 * (16 - len)) } else { 0 };
-    let high = high_bytes | (len as u64) << 56;
-    Some(low as u128 | (high as u128) << 64)
-}
-
-#[inline(always)]
-fn load_u32(bytes: &[u8]) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(bytes);
-    u32::from_le_bytes(word)
-}
-
-#[inline(always)]
-fn load_u64(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(bytes);
-    u64::from_le_bytes(word)
-}
-
-fn unpack(key: &u128) -> ([u8; 16], usize) {
-    let buf = key.to_le_bytes();
-    (buf, buf[INLINE_MAX] as usize)
-}
+use crate::packed::{pack, unpack};
 
 /// Counts of distinct pre-tokens. `L` is how a long pre-token is held: a
 /// borrowed slice of the chunk while counting one batch, an owned box in the
@@ -169,20 +125,6 @@ mod tests {
         let expected = vec![(b"".to_vec(), 1), (b"a".to_vec(), 7), (b"a\0".to_vec(), 1), (long.to_vec(), 2)];
         assert_eq!(sorted(&table), expected);
         assert_eq!(table.len(), 4);
-    }
-
-    #[test]
-    fn packing_keeps_every_byte_and_the_length() {
-        let text: Vec<u8> = (1..=15).chain([0, 0xFF]).collect();
-        for len in 0..=INLINE_MAX {
-            for start in 0..=text.len() - len {
-                let bytes = &text[start..start + len];
-                let (buf, unpacked_len) = unpack(&pack(bytes).unwrap());
-                assert_eq!(&buf[..unpacked_len], bytes, "len {len} start {start}");
-            }
-        }
-        assert_ne!(pack(b"a"), pack(b"a\0"));
-        assert_eq!(pack(&[7u8; 16]), None);
     }
 
     #[test]

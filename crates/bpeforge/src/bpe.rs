@@ -1,0 +1,190 @@
+//! Applying merges inside one pre-token: the lowest-ranked adjacent pair
+//! first, the leftmost of equal ones, until no pair has a merge. This is the
+//! same as applying the merge list in creation order, left to right.
+//!
+//! Two implementations of the one rule:
+//! - short pieces (almost all): a flat array of parts with the rank of the pair
+//!   each part starts, scanned for the minimum; only the two neighbours of a
+//!   merge are looked up again. Quadratic in the piece, fastest when it is short.
+//! - long pieces (a 1 MB run of one letter is one piece): a linked list and a
+//!   min-heap of `(rank, position)` with lazy invalidation, O(n log n), so no
+//!   input is quadratic (tiktoken was, before 0.13).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::vocab::{MergeRule, Vocabulary};
+
+/// Pieces up to this many bytes use the flat scan.
+const FLAT_MAX: usize = 128;
+const NONE: u32 = u32::MAX;
+
+/// Reusable buffers, so that encoding allocates per call, not per piece.
+#[derive(Default)]
+pub struct Scratch {
+    parts: Vec<Part>,
+    nodes: Vec<Node>,
+    heap: BinaryHeap<Reverse<(u32, u32)>>,
+}
+
+#[derive(Clone, Copy)]
+struct Part {
+    id: u32,
+    /// Rank of the merge of this part with the next one, or `NONE`.
+    rank: u32,
+    merged: u32,
+}
+
+/// Append the ids of `piece` to `out`.
+pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    match piece.len() {
+        0 => {}
+        1 => out.push(vocab.byte_id(piece[0])),
+        n if n <= FLAT_MAX => merge_flat(piece, vocab, &mut scratch.parts, out),
+        _ => merge_with_heap(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out),
+    }
+}
+
+fn part(vocab: &Vocabulary, id: u32, next: Option<u32>) -> Part {
+    part_with(id, next.and_then(|next| vocab.merge(id, next)))
+}
+
+#[inline]
+fn part_with(id: u32, rule: Option<MergeRule>) -> Part {
+    match rule {
+        Some(rule) => Part { id, rank: rule.rank, merged: rule.merged },
+        None => Part { id, rank: NONE, merged: NONE },
+    }
+}
+
+fn merge_flat(piece: &[u8], vocab: &Vocabulary, parts: &mut Vec<Part>, out: &mut Vec<u32>) {
+    parts.clear();
+    parts.extend(piece.windows(2).map(|w| part_with(vocab.byte_id(w[0]), vocab.byte_pair_merge(w[0], w[1]))));
+    parts.push(part_with(vocab.byte_id(piece[piece.len() - 1]), None));
+    while let Some(i) = lowest_rank(parts) {
+        let merged = parts[i].merged;
+        parts.remove(i + 1);
+        let next = parts.get(i + 1).map(|p| p.id);
+        parts[i] = part(vocab, merged, next);
+        if i > 0 {
+            parts[i - 1] = part(vocab, parts[i - 1].id, Some(merged));
+        }
+    }
+    out.extend(parts.iter().map(|p| p.id));
+}
+
+/// Position of the lowest-ranked merge, the leftmost of equals; `None` if no
+/// part has one.
+#[inline]
+fn lowest_rank(parts: &[Part]) -> Option<usize> {
+    let mut best = (NONE, 0);
+    for (i, p) in parts.iter().enumerate() {
+        if p.rank < best.0 {
+            best = (p.rank, i);
+        }
+    }
+    (best.0 != NONE).then_some(best.1)
+}
+
+/// A node of the doubly linked list of parts; `id == NONE` once merged away.
+#[derive(Clone, Copy)]
+struct Node {
+    id: u32,
+    prev: u32,
+    next: u32,
+}
+
+fn merge_with_heap(
+    piece: &[u8],
+    vocab: &Vocabulary,
+    nodes: &mut Vec<Node>,
+    heap: &mut BinaryHeap<Reverse<(u32, u32)>>,
+    out: &mut Vec<u32>,
+) {
+    let n = piece.len();
+    nodes.clear();
+    nodes.extend((0..n).map(|i| Node {
+        id: vocab.byte_id(piece[i]),
+        prev: if i == 0 { NONE } else { i as u32 - 1 },
+        next: if i + 1 == n { NONE } else { i as u32 + 1 },
+    }));
+    heap.clear();
+    let push = |heap: &mut BinaryHeap<Reverse<(u32, u32)>>, nodes: &[Node], at: u32| {
+        let node = nodes[at as usize];
+        if node.next != NONE {
+            if let Some(rule) = vocab.merge(node.id, nodes[node.next as usize].id) {
+                heap.push(Reverse((rule.rank, at)));
+            }
+        }
+    };
+    for at in 0..n as u32 {
+        push(heap, nodes, at);
+    }
+    while let Some(Reverse((rank, at))) = heap.pop() {
+        let node = nodes[at as usize];
+        if node.id == NONE || node.next == NONE {
+            continue;
+        }
+        let right = nodes[node.next as usize];
+        match vocab.merge(node.id, right.id) {
+            Some(rule) if rule.rank == rank => {
+                nodes[at as usize].id = rule.merged;
+                nodes[at as usize].next = right.next;
+                nodes[node.next as usize].id = NONE;
+                if right.next != NONE {
+                    nodes[right.next as usize].prev = at;
+                }
+                if node.prev != NONE {
+                    push(heap, nodes, node.prev);
+                }
+                push(heap, nodes, at);
+            }
+            _ => {} // stale: the pair at `at` changed since this entry was pushed
+        }
+    }
+    out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes as ids, then merges (a,a)->256 "aa", (aa,aa)->257 "aaaa", (a,b)->258 "ab".
+    fn vocab() -> Vocabulary {
+        let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
+        entries.extend([(256, b"aa".to_vec()), (257, b"aaaa".to_vec()), (258, b"ab".to_vec())]);
+        let merges = [(b"a".to_vec(), b"a".to_vec()), (b"aa".to_vec(), b"aa".to_vec()), (b"a".to_vec(), b"b".to_vec())];
+        Vocabulary::new(entries, &merges).unwrap()
+    }
+
+    fn encode(piece: &[u8]) -> Vec<u32> {
+        let mut out = Vec::new();
+        encode_piece(piece, &vocab(), &mut Scratch::default(), &mut out);
+        out
+    }
+
+    fn heap_encode(piece: &[u8]) -> Vec<u32> {
+        let (mut out, mut scratch) = (Vec::new(), Scratch::default());
+        merge_with_heap(piece, &vocab(), &mut scratch.nodes, &mut scratch.heap, &mut out);
+        out
+    }
+
+    #[test]
+    fn lowest_rank_first_leftmost_first() {
+        // "aaab": (a,a) rank 0 merges left to right: "aa" "a" "b"; then (a,b) rank 2: "aa" "ab".
+        assert_eq!(encode(b"aaab"), [256, 258]);
+        // "aaaaa": "aa" "aa" "a", then (aa,aa): "aaaa" "a".
+        assert_eq!(encode(b"aaaaa"), [257, b'a' as u32]);
+        assert_eq!(encode(b"b"), [b'b' as u32]);
+    }
+
+    #[test]
+    fn heap_and_flat_agree() {
+        for piece in [&b"aaab"[..], b"aaaaa", b"abababaaab", b"xaaaay", b"a", b"ba"] {
+            assert_eq!(heap_encode(piece), encode(piece), "{piece:?}");
+        }
+        let long = vec![b'a'; 1000];
+        // 1000 = 250 x "aaaa".
+        assert_eq!(encode(&long), vec![257; 250]);
+    }
+}

@@ -1,0 +1,69 @@
+//! Short byte strings packed into a `u128`: up to 15 bytes in order
+//! (little-endian) and the length in the top byte. A packed key hashes and
+//! compares in two word operations; the pre-token table and the encoder's
+//! cache key on it.
+
+pub const INLINE_MAX: usize = 15;
+
+/// Pack a pre-token of at most 15 bytes: its bytes in order (little-endian)
+/// and its length in the top byte, which keeps `b"a"` and `b"a\0"` apart.
+///
+/// Built from at most two overlapping word loads, shifted to drop the
+/// overlap, rather than byte by byte: this runs once per pre-token of the
+/// corpus and a byte loop cost an eighth of the counting time.
+#[inline]
+pub fn pack(bytes: &[u8]) -> Option<u128> {
+    let len = bytes.len();
+    let low: u64 = match len {
+        0 => 0,
+        1..=3 => (0..len).fold(0, |acc, i| acc | (bytes[i] as u64) << (8 * i)),
+        4..=7 => {
+            let first = load_u32(&bytes[..4]) as u64;
+            let last = load_u32(&bytes[len - 4..]) as u64 >> (8 * (8 - len));
+            first | last << 32
+        }
+        8..=INLINE_MAX => load_u64(&bytes[..8]),
+        _ => return None,
+    };
+    let high_bytes = if len > 8 { load_u64(&bytes[len - 8..]) >> (8 * (16 - len)) } else { 0 };
+    let high = high_bytes | (len as u64) << 56;
+    Some(low as u128 | (high as u128) << 64)
+}
+
+#[inline(always)]
+fn load_u32(bytes: &[u8]) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(bytes);
+    u32::from_le_bytes(word)
+}
+
+#[inline(always)]
+fn load_u64(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(bytes);
+    u64::from_le_bytes(word)
+}
+
+pub fn unpack(key: &u128) -> ([u8; 16], usize) {
+    let buf = key.to_le_bytes();
+    (buf, buf[INLINE_MAX] as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_keeps_every_byte_and_the_length() {
+        let text: Vec<u8> = (1..=15).chain([0, 0xFF]).collect();
+        for len in 0..=INLINE_MAX {
+            for start in 0..=text.len() - len {
+                let bytes = &text[start..start + len];
+                let (buf, unpacked_len) = unpack(&pack(bytes).unwrap());
+                assert_eq!(&buf[..unpacked_len], bytes, "len {len} start {start}");
+            }
+        }
+        assert_ne!(pack(b"a"), pack(b"a\0"));
+        assert_eq!(pack(&[7u8; 16]), None);
+    }
+}

@@ -1,0 +1,174 @@
+//! Lookup tables of a trained tokenizer, built once: id -> bytes, bytes -> id,
+//! and the merge table (pair of ids -> rank and the id it makes).
+
+use rustc_hash::FxHashMap;
+
+use crate::error::Error;
+
+/// The merge of two adjacent tokens: its rank (lower merges first) and the id
+/// of the token it makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeRule {
+    pub rank: u32,
+    pub merged: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Vocabulary {
+    /// Token bytes by id; `None` for ids the vocabulary skips.
+    tokens: Vec<Option<Box<[u8]>>>,
+    /// Bytes -> id; where two ids share bytes, the lower id.
+    ids: FxHashMap<Box<[u8]>, u32>,
+    /// Id of each single-byte token.
+    byte_ids: [u32; 256],
+    merges: FxHashMap<(u32, u32), MergeRule>,
+    /// The merge of two single bytes, indexed by `first * 256 + second`: every
+    /// pre-token starts as bytes, so its first round of lookups is an array
+    /// read instead of a hash probe.
+    byte_pair_merges: Box<[Option<MergeRule>]>,
+}
+
+impl Vocabulary {
+    /// Build from `(id, bytes)` entries and the merges in rank order.
+    /// Fails, naming the entry, when a merge uses or makes a token the
+    /// vocabulary lacks, or when a byte has no token (byte-level BPE must be
+    /// able to spell any text).
+    pub fn new(entries: Vec<(u32, Vec<u8>)>, merges: &[(Vec<u8>, Vec<u8>)]) -> Result<Self, Error> {
+        let tokens = token_table(entries)?;
+        let mut ids: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        for (id, token) in tokens.iter().enumerate() {
+            if let Some(bytes) = token {
+                ids.entry(bytes.clone()).or_insert(id as u32);
+            }
+        }
+        let byte_ids = byte_table(&ids)?;
+        let merges = merge_table(&ids, merges)?;
+        let byte_pair_merges = (0..256 * 256)
+            .map(|pair: usize| merges.get(&(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
+            .collect();
+        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges })
+    }
+
+    /// The number of ids (one past the highest).
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    pub fn token(&self, id: u32) -> Option<&[u8]> {
+        self.tokens.get(id as usize).and_then(|t| t.as_deref())
+    }
+
+    pub fn id(&self, token: &[u8]) -> Option<u32> {
+        self.ids.get(token).copied()
+    }
+
+    #[inline]
+    pub fn byte_id(&self, byte: u8) -> u32 {
+        self.byte_ids[byte as usize]
+    }
+
+    #[inline]
+    pub fn merge(&self, left: u32, right: u32) -> Option<MergeRule> {
+        self.merges.get(&(left, right)).copied()
+    }
+
+    #[inline]
+    pub fn byte_pair_merge(&self, first: u8, second: u8) -> Option<MergeRule> {
+        self.byte_pair_merges[(first as usize) << 8 | second as usize]
+    }
+
+    pub fn num_merges(&self) -> usize {
+        self.merges.len()
+    }
+}
+
+fn token_table(entries: Vec<(u32, Vec<u8>)>) -> Result<Vec<Option<Box<[u8]>>>, Error> {
+    let size = entries.iter().map(|&(id, _)| id as usize + 1).max().unwrap_or(0);
+    let mut tokens: Vec<Option<Box<[u8]>>> = vec![None; size];
+    for (id, bytes) in entries {
+        let slot = &mut tokens[id as usize];
+        if slot.is_some() {
+            return Err(Error::InvalidArgument(format!("vocab gives id {id} to two tokens")));
+        }
+        *slot = Some(bytes.into_boxed_slice());
+    }
+    Ok(tokens)
+}
+
+fn byte_table(ids: &FxHashMap<Box<[u8]>, u32>) -> Result<[u32; 256], Error> {
+    let mut table = [0u32; 256];
+    for (byte, slot) in table.iter_mut().enumerate() {
+        *slot = *ids.get([byte as u8].as_slice()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "vocab has no token for the byte 0x{byte:02X}; a byte-level BPE vocabulary needs all 256 bytes"
+            ))
+        })?;
+    }
+    Ok(table)
+}
+
+fn merge_table(
+    ids: &FxHashMap<Box<[u8]>, u32>,
+    merges: &[(Vec<u8>, Vec<u8>)],
+) -> Result<FxHashMap<(u32, u32), MergeRule>, Error> {
+    let lookup = |bytes: &[u8], rank: usize, what: &str| {
+        ids.get(bytes).copied().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "merge {rank} ({}): its {what} {} is not in the vocab",
+                show_pair(&merges[rank]),
+                show(bytes)
+            ))
+        })
+    };
+    let mut table = FxHashMap::default();
+    table.reserve(merges.len());
+    for (rank, (left, right)) in merges.iter().enumerate() {
+        let pair = (lookup(left, rank, "left token")?, lookup(right, rank, "right token")?);
+        let merged = lookup(&[left.as_slice(), right.as_slice()].concat(), rank, "result")?;
+        // A pair listed twice keeps its first (lowest) rank.
+        table.entry(pair).or_insert(MergeRule { rank: rank as u32, merged });
+    }
+    Ok(table)
+}
+
+fn show(bytes: &[u8]) -> String {
+    format!("{:?}", String::from_utf8_lossy(bytes))
+}
+
+fn show_pair((left, right): &(Vec<u8>, Vec<u8>)) -> String {
+    format!("{} + {}", show(left), show(right))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn byte_entries() -> Vec<(u32, Vec<u8>)> {
+        (0..=255u8).map(|b| (b as u32, vec![b])).collect()
+    }
+
+    #[test]
+    fn merges_map_to_rank_and_result() {
+        let mut entries = byte_entries();
+        entries.push((256, b"ab".to_vec()));
+        let vocab = Vocabulary::new(entries, &[(b"a".to_vec(), b"b".to_vec())]).unwrap();
+        assert_eq!(vocab.merge(b'a' as u32, b'b' as u32), Some(MergeRule { rank: 0, merged: 256 }));
+        assert_eq!(vocab.merge(b'b' as u32, b'a' as u32), None);
+        assert_eq!(vocab.byte_pair_merge(b'a', b'b'), Some(MergeRule { rank: 0, merged: 256 }));
+        assert_eq!(vocab.byte_pair_merge(b'b', b'a'), None);
+        assert_eq!(vocab.token(256), Some(b"ab".as_slice()));
+        assert_eq!(vocab.id(b"ab"), Some(256));
+    }
+
+    #[test]
+    fn errors_name_what_is_missing() {
+        let err = Vocabulary::new(byte_entries(), &[(b"a".to_vec(), b"b".to_vec())]).unwrap_err();
+        assert!(err.to_string().contains("merge 0 (\"a\" + \"b\"): its result \"ab\" is not in the vocab"), "{err}");
+        let err = Vocabulary::new(byte_entries()[1..].to_vec(), &[]).unwrap_err();
+        assert!(err.to_string().contains("no token for the byte 0x00"), "{err}");
+    }
+}
