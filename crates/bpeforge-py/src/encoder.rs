@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bpeforge::{Encoder, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyInt, PyList};
 use rayon::prelude::*;
 
 use crate::errors::to_py_err;
@@ -16,6 +16,16 @@ use crate::errors::to_py_err;
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
 pub struct PyEncoder {
     inner: Arc<Encoder>,
+    /// One Python int per id, made once: a list of ids is then built by
+    /// reference-count increments instead of one int allocation per id,
+    /// which cost as much as the encoding itself on large texts.
+    ints: Vec<Py<PyInt>>,
+}
+
+impl PyEncoder {
+    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
+    }
 }
 
 #[pymethods]
@@ -28,38 +38,51 @@ impl PyEncoder {
         special_tokens: Vec<String>,
     ) -> PyResult<Self> {
         let built = py.detach(|| Vocabulary::new(vocab, &merges).and_then(|v| Encoder::new(v, &special_tokens)));
-        Ok(Self { inner: Arc::new(built.map_err(to_py_err)?) })
+        let inner = built.map_err(to_py_err)?;
+        let ints = (0..inner.vocab().len() as u32)
+            .map(|id| id.into_pyobject(py).map(Bound::unbind))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { inner: Arc::new(inner), ints })
     }
 
-    fn encode(&self, py: Python<'_>, text: &str) -> Vec<u32> {
-        py.detach(|| self.inner.encode(text))
+    fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.inner.encode(text));
+        self.id_list(py, &ids)
     }
 
     /// Encode the longest prefix of `text` that more text cannot change;
     /// returns its ids and its length in characters (for slicing the str).
-    fn encode_stable_prefix(&self, py: Python<'_>, text: &str) -> (Vec<u32>, usize) {
-        py.detach(|| {
+    fn encode_stable_prefix<'py>(&self, py: Python<'py>, text: &str) -> PyResult<(Bound<'py, PyList>, usize)> {
+        let (ids, chars) = py.detach(|| {
             let cut = self.inner.stable_prefix_len(text);
             let prefix = &text[..cut];
             (self.inner.encode(prefix), prefix.chars().count())
-        })
+        });
+        Ok((self.id_list(py, &ids)?, chars))
     }
 
     #[pyo3(signature = (texts, num_threads=None))]
-    fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let encoder = &self.inner;
         let run = || texts.par_iter().map(|text| encoder.encode(text)).collect::<Vec<_>>();
-        match num_threads {
-            None => Ok(py.detach(run)),
-            Some(0) => Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)")),
+        let batches = match num_threads {
+            None => py.detach(run),
+            Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)")),
             Some(n) => {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(n)
                     .build()
                     .map_err(|e| PyValueError::new_err(format!("cannot start {n} threads: {e}")))?;
-                Ok(py.detach(|| pool.install(run)))
+                py.detach(|| pool.install(run))
             }
-        }
+        };
+        let lists = batches.iter().map(|ids| self.id_list(py, ids)).collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
     }
 
     /// Ids are taken as Python ints of any size so that a negative or huge id
