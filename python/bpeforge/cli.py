@@ -12,8 +12,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bpeforge import demo, io
+from bpeforge import demo, encode_files, io
 from bpeforge.report import print_train_summary
+from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import train
 
 EXIT_USAGE = 2
@@ -37,6 +38,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpeforge", description="Byte-level BPE tokenizer training, fast and exact.")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_train(commands)
+    _add_encode(commands)
+    _add_decode(commands)
     return parser
 
 
@@ -90,3 +93,57 @@ def _train_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if args.output is None:
         parser.error("give the output directory with -o DIR")
     return args.inputs, args.output, args.vocab_size or 10000
+
+
+def _add_encode(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser(
+        "encode",
+        help="encode text files into a NumPy array of token ids",
+        description="Stream UTF-8 text files through a tokenizer into one .npy array (ids of each file in order), "
+        "in parallel, with output identical for any --threads.",
+    )
+    cmd.add_argument("inputs", nargs="+", metavar="INPUT", help="UTF-8 text files")
+    cmd.add_argument("--tokenizer", required=True, type=Path, help="directory written by `bpeforge train`")
+    cmd.add_argument("-o", "--output", required=True, type=Path, help="output .npy file")
+    cmd.add_argument("--dtype", choices=sorted(encode_files.DTYPES), help="default: uint16 when the vocab fits")
+    cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    cmd.set_defaults(run=_run_encode)
+
+
+def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
+    tokenizer = Tokenizer.load(args.tokenizer)
+    dtype = encode_files.choose_dtype(tokenizer, args.dtype)
+    stats = encode_files.encode_files(
+        tokenizer,
+        args.inputs,
+        args.output,
+        dtype=dtype,
+        threads=args.threads,
+        progress=not args.no_progress,
+        overwrite=args.force,
+    )
+    seconds = max(stats.seconds, 1e-9)
+    print(
+        f"wrote {args.output}: {stats.tokens:,} tokens ({dtype}) from {stats.bytes_in / 2**20:,.1f} MiB, "
+        f"{stats.bytes_per_token:.2f} bytes/token, {stats.bytes_in / 2**20 / seconds:,.1f} MiB/s, "
+        f"{stats.tokens / seconds:,.0f} tokens/s, {stats.seconds:.2f} s"
+    )
+    return 0
+
+
+def _add_decode(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser("decode", help="write the text of a .npy array of token ids")
+    cmd.add_argument("source", type=Path, metavar="IN.npy")
+    cmd.add_argument("--tokenizer", required=True, type=Path, help="directory written by `bpeforge train`")
+    cmd.add_argument("-o", "--output", required=True, type=Path, help="output file (the exact bytes)")
+    cmd.set_defaults(run=_run_decode)
+
+
+def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    written = encode_files.decode_file(Tokenizer.load(args.tokenizer), args.source, args.output)
+    print(f"wrote {args.output}: {written:,} bytes")
+    return 0

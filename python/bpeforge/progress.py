@@ -7,6 +7,7 @@ from tqdm import tqdm
 _PHASES = {
     "pretokenize": {"desc": "pre-tokenize", "unit": "B", "unit_scale": True, "unit_divisor": 1024},
     "merge": {"desc": "merges", "unit": " merges", "unit_scale": False},
+    "encode": {"desc": "encode", "unit": "B", "unit_scale": True, "unit_divisor": 1024},
 }
 
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 
 from bpeforge import _core, io
+from bpeforge.streaming import stable_chunks
 
 # encode_iterable encodes once this many characters are buffered, up to the
 # last point where more text cannot change the ids. Small enough that memory
@@ -69,27 +70,12 @@ class Tokenizer:
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily the ids of `"".join(iterable)`, in memory that does not grow with the input.
 
-        Text is buffered until `STREAM_CHUNK_CHARS`, then encoded up to the last
-        point that more text cannot change (never inside a pre-token or a
-        special token), and the rest is kept for the next round.
+        Text is buffered to about `STREAM_CHUNK_CHARS`, then encoded up to the
+        last point that more text cannot change (never inside a pre-token or a
+        special token); the rest waits for the next round.
         """
-        pending: list[str] = []
-        pending_chars = 0
-        threshold = STREAM_CHUNK_CHARS
-        for piece in iterable:
-            pending.append(_check_str(piece))
-            pending_chars += len(piece)
-            if pending_chars < threshold:
-                continue
-            text = "".join(pending)
-            ids, consumed = self._core.encode_stable_prefix(text)
-            yield from ids
-            rest = text[consumed:]
-            pending, pending_chars = [rest], len(rest)
-            # With no stable point yet (one giant word), wait for twice as
-            # much before looking again, so the scan stays linear overall.
-            threshold = STREAM_CHUNK_CHARS if consumed else 2 * pending_chars
-        yield from self._core.encode("".join(pending))
+        for chunk in stable_chunks(self._core, iterable, STREAM_CHUNK_CHARS):
+            yield from self._core.encode(chunk)
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`; bytes that are not valid UTF-8 become U+FFFD."""

@@ -5,13 +5,19 @@
 
 use std::sync::Arc;
 
+use std::path::PathBuf;
+
+use bpeforge::encode_files::encode_files;
+use bpeforge::train::DEFAULT_CHUNK_SIZE;
 use bpeforge::{Encoder, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList};
 use rayon::prelude::*;
 
+use crate::detached::run_detached;
 use crate::errors::to_py_err;
+use crate::observer::PyObserver;
 
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
 pub struct PyEncoder {
@@ -23,6 +29,17 @@ pub struct PyEncoder {
 }
 
 impl PyEncoder {
+    fn check_width(&self, width: usize) -> PyResult<()> {
+        let size = self.inner.vocab().len();
+        match width {
+            2 if size > 1 << 16 => {
+                Err(PyValueError::new_err(format!("a vocabulary of {size} tokens does not fit uint16; use uint32")))
+            }
+            2 | 4 => Ok(()),
+            _ => Err(PyValueError::new_err(format!("width must be 2 or 4 bytes, not {width}"))),
+        }
+    }
+
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
     }
@@ -50,15 +67,10 @@ impl PyEncoder {
         self.id_list(py, &ids)
     }
 
-    /// Encode the longest prefix of `text` that more text cannot change;
-    /// returns its ids and its length in characters (for slicing the str).
-    fn encode_stable_prefix<'py>(&self, py: Python<'py>, text: &str) -> PyResult<(Bound<'py, PyList>, usize)> {
-        let (ids, chars) = py.detach(|| {
-            let cut = self.inner.stable_prefix_len(text);
-            let prefix = &text[..cut];
-            (self.inner.encode(prefix), prefix.chars().count())
-        });
-        Ok((self.id_list(py, &ids)?, chars))
+    /// Length in characters of the longest prefix of `text` whose ids more
+    /// text cannot change (0 if none yet): a safe place to cut a stream.
+    fn stable_prefix_len(&self, py: Python<'_>, text: &str) -> usize {
+        py.detach(|| text[..self.inner.stable_prefix_len(text)].chars().count())
     }
 
     #[pyo3(signature = (texts, num_threads=None))]
@@ -70,19 +82,54 @@ impl PyEncoder {
     ) -> PyResult<Bound<'py, PyList>> {
         let encoder = &self.inner;
         let run = || texts.par_iter().map(|text| encoder.encode(text)).collect::<Vec<_>>();
-        let batches = match num_threads {
-            None => py.detach(run),
-            Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)")),
-            Some(n) => {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(n)
-                    .build()
-                    .map_err(|e| PyValueError::new_err(format!("cannot start {n} threads: {e}")))?;
-                py.detach(|| pool.install(run))
-            }
-        };
+        let batches = with_threads(py, num_threads, run)?;
         let lists = batches.iter().map(|ids| self.id_list(py, ids)).collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
+    }
+
+    /// Encode `texts` in parallel into raw little-endian arrays of `width`
+    /// bytes per id (2 or 4), for writing token files without a Python int
+    /// per id.
+    #[pyo3(signature = (texts, width, num_threads=None))]
+    fn encode_batch_packed<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        width: usize,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        self.check_width(width)?;
+        let encoder = &self.inner;
+        let run = || texts.par_iter().map(|text| pack_ids(&encoder.encode(text), width)).collect::<Vec<_>>();
+        let packed = with_threads(py, num_threads, run)?;
+        Ok(packed.iter().map(|bytes| PyBytes::new(py, bytes)).collect())
+    }
+
+    /// Encode files in parallel (see `bpeforge::encode_files`), calling
+    /// `write(bytes)` with each batch's ids packed `width` bytes each, in
+    /// order, and `progress("encode", done, total)` with bytes read.
+    #[pyo3(signature = (paths, width, write, num_threads=None, chunk_size=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_files(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        width: usize,
+        write: Py<PyAny>,
+        num_threads: Option<usize>,
+        chunk_size: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<u64> {
+        self.check_width(width)?;
+        let pool = thread_pool(num_threads)?;
+        let observer = PyObserver::new(progress);
+        let mut sink = |packed: Vec<Vec<u8>>| {
+            Python::attach(|py| write.call1(py, (PyBytes::new(py, &packed.concat()),)).map(drop))
+                .map_err(|err| observer.stop_with(err))
+        };
+        let chunk_size = chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
+        let pack = |ids: Vec<u32>| pack_ids(&ids, width);
+        run_detached(py, &observer, || encode_files(&self.inner, &paths, chunk_size, &pool, &observer, pack, &mut sink))
     }
 
     /// Ids are taken as Python ints of any size so that a negative or huge id
@@ -102,5 +149,33 @@ impl PyEncoder {
 
     fn id(&self, token: &[u8]) -> Option<u32> {
         self.inner.vocab().id(token)
+    }
+}
+
+/// Run `work` without the GIL on `num_threads` threads (all cores for `None`).
+fn with_threads<T: Send>(py: Python<'_>, num_threads: Option<usize>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+    match num_threads {
+        None => Ok(py.detach(work)),
+        Some(_) => {
+            let pool = thread_pool(num_threads)?;
+            Ok(py.detach(|| pool.install(work)))
+        }
+    }
+}
+
+fn thread_pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
+    if num_threads == Some(0) {
+        return Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)"));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(num_threads.unwrap_or(0))
+        .build()
+        .map_err(|e| PyValueError::new_err(format!("cannot start worker threads: {e}")))
+}
+
+fn pack_ids(ids: &[u32], width: usize) -> Vec<u8> {
+    match width {
+        2 => ids.iter().flat_map(|&id| (id as u16).to_le_bytes()).collect(),
+        _ => ids.iter().flat_map(|&id| id.to_le_bytes()).collect(),
     }
 }

@@ -4,11 +4,11 @@
 //! call, and maps errors. Policy (defaults, argument checks a user reads) lives
 //! in `python/bpeforge`; algorithms live in `crates/bpeforge`.
 
+mod detached;
 mod encoder;
 mod errors;
 mod observer;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use bpeforge::pretokenize::Gpt2Splitter;
@@ -16,7 +16,7 @@ use bpeforge::train::{TrainOptions, DEFAULT_CHUNK_SIZE};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use errors::{panic_to_py_err, to_py_err};
+use detached::run_detached;
 use observer::PyObserver;
 
 /// Train; returns `(vocab bytes by id, merges as (left, right), stats dict)`.
@@ -34,15 +34,7 @@ fn train<'py>(
     let options =
         TrainOptions { vocab_size, special_tokens, num_threads, chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
     let observer = PyObserver::new(progress);
-    let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| bpeforge::train(&paths, &options, &observer))));
-    let result = match outcome {
-        Ok(Ok(result)) => result,
-        Ok(Err(error)) => {
-            let pending = observer.error.lock().unwrap_or_else(|e| e.into_inner()).take();
-            return Err(pending.unwrap_or_else(|| to_py_err(error)));
-        }
-        Err(panic) => return Err(panic_to_py_err(panic)),
-    };
+    let result = run_detached(py, &observer, || bpeforge::train(&paths, &options, &observer))?;
     let vocab = PyList::new(py, result.vocab.iter().map(|bytes| PyBytes::new(py, bytes)))?;
     let merges = PyList::new(py, result.merges.iter().map(|(l, r)| (PyBytes::new(py, l), PyBytes::new(py, r))))?;
     let stats = PyDict::new(py);

@@ -15,14 +15,24 @@ const INTERVAL: Duration = Duration::from_millis(100);
 pub struct PyObserver {
     callback: Option<Py<PyAny>>,
     last_call: Mutex<Option<(Phase, Instant)>>,
-    /// The Python error (KeyboardInterrupt, or one the callback raised) that
+    /// The Python error (KeyboardInterrupt, or one a callback raised) that
     /// stopped the work, re-raised once the GIL is back.
-    pub error: Mutex<Option<PyErr>>,
+    error: Mutex<Option<PyErr>>,
 }
 
 impl PyObserver {
     pub fn new(callback: Option<Py<PyAny>>) -> Self {
         Self { callback, last_call: Mutex::new(None), error: Mutex::new(None) }
+    }
+
+    /// Keep `err` to re-raise, and tell the core to stop.
+    pub fn stop_with(&self, err: PyErr) -> Error {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
+        Error::Interrupted
+    }
+
+    pub fn take_error(&self) -> Option<PyErr> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// The first report of a phase and its last one always go through.
@@ -50,10 +60,7 @@ impl Observer for PyObserver {
             }
             Ok::<(), PyErr>(())
         });
-        outcome.map_err(|err| {
-            *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
-            Error::Interrupted
-        })
+        outcome.map_err(|err| self.stop_with(err))
     }
 }
 
@@ -61,5 +68,6 @@ fn phase_name(phase: Phase) -> &'static str {
     match phase {
         Phase::Pretokenize => "pretokenize",
         Phase::Merge => "merge",
+        Phase::Encode => "encode",
     }
 }

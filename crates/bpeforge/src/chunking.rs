@@ -11,6 +11,7 @@
 //! Where no cut exists (one huge piece), the reader reads on, doubling its
 //! target: memory is then bounded by the largest piece, not the file.
 
+use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -96,6 +97,77 @@ impl<'s, R: Read> ChunkReader<'s, R> {
             offset: offset + e.utf8_error().valid_up_to() as u64,
         })
     }
+}
+
+/// Add up the sizes up front: this also names a missing file or a directory
+/// before any work is done.
+pub fn total_size(paths: &[PathBuf]) -> Result<u64, Error> {
+    let mut total = 0;
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            let err = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a text file");
+            return Err(Error::io(path, err));
+        }
+        total += meta.len();
+    }
+    Ok(total)
+}
+
+/// The chunks of all files in order; a file's end is a chunk's end.
+pub struct CorpusChunks<'p, 's> {
+    paths: &'p [PathBuf],
+    next_path: usize,
+    reader: Option<ChunkReader<'s, File>>,
+    specials: &'s SpecialSplitter,
+    chunk_size: usize,
+}
+
+impl<'p, 's> CorpusChunks<'p, 's> {
+    pub fn new(paths: &'p [PathBuf], specials: &'s SpecialSplitter, chunk_size: usize) -> Self {
+        Self { paths, next_path: 0, reader: None, specials, chunk_size }
+    }
+
+    /// Chunks adding up to about `max_bytes` (at least one), across files.
+    pub fn next_batch(&mut self, max_bytes: usize) -> Result<Vec<Chunk>, Error> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while bytes < max_bytes {
+            match self.next_chunk()? {
+                Some(chunk) => {
+                    bytes += chunk.text.len();
+                    batch.push(chunk);
+                }
+                None => break,
+            }
+        }
+        Ok(batch)
+    }
+
+    fn next_chunk(&mut self) -> Result<Option<Chunk>, Error> {
+        loop {
+            if let Some(reader) = self.reader.as_mut() {
+                if let Some(chunk) = reader.next_chunk()? {
+                    return Ok(Some(chunk));
+                }
+                self.reader = None;
+            }
+            let Some(path) = self.paths.get(self.next_path) else {
+                return Ok(None);
+            };
+            self.next_path += 1;
+            self.reader = Some(open_reader(path, self.specials, self.chunk_size)?);
+        }
+    }
+}
+
+fn open_reader<'s>(
+    path: &Path,
+    specials: &'s SpecialSplitter,
+    chunk_size: usize,
+) -> Result<ChunkReader<'s, File>, Error> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    Ok(ChunkReader::new(file, path, specials, chunk_size))
 }
 
 /// The last safe cut in `buf`, if any (see the module docs).

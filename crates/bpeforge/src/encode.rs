@@ -46,6 +46,10 @@ impl Encoder {
         self.specials.tokens()
     }
 
+    pub fn specials(&self) -> &SpecialSplitter {
+        &self.specials
+    }
+
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::with_capacity(text.len() / 4);
         self.encode_into(text, &mut out);

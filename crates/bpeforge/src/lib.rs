@@ -14,6 +14,7 @@ pub mod bpe;
 pub mod charclass;
 pub mod chunking;
 pub mod encode;
+pub mod encode_files;
 pub mod error;
 pub mod packed;
 pub mod pretokenize;

@@ -7,13 +7,15 @@
 
 use crate::error::Error;
 
-/// The phases of training, in order.
+/// The phases of long-running work: training's two, in order, and encoding files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// Reading, pre-tokenizing and counting: `done`/`total` are bytes.
     Pretokenize,
     /// The merge loop: `done`/`total` are merges.
     Merge,
+    /// Encoding files: `done`/`total` are bytes.
+    Encode,
 }
 
 pub trait Observer {

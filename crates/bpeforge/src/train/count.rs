@@ -6,12 +6,11 @@
 //! pre-token), and the batch's map is folded into the owned corpus-wide table.
 //! Memory: one batch of text plus the table of distinct pre-tokens.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rayon::prelude::*;
 
-use crate::chunking::{Chunk, ChunkReader};
+use crate::chunking::{total_size, Chunk, CorpusChunks};
 use crate::error::Error;
 use crate::pretokenize::Gpt2Splitter;
 use crate::progress::{Observer, Phase};
@@ -29,7 +28,7 @@ pub fn count_files(
     observer: &dyn Observer,
 ) -> Result<(PretokenCounts, u64), Error> {
     let total_bytes = total_size(paths)?;
-    let mut chunks = CorpusChunks { paths, next_path: 0, reader: None, specials, chunk_size };
+    let mut chunks = CorpusChunks::new(paths, specials, chunk_size);
     let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
     let mut counts = PretokenCounts::default();
     let mut done = 0u64;
@@ -45,21 +44,6 @@ pub fn count_files(
         batch = next_batch?;
     }
     Ok((counts, done))
-}
-
-/// Add up the sizes up front: this also names a missing file or a directory
-/// before any work is done.
-fn total_size(paths: &[PathBuf]) -> Result<u64, Error> {
-    let mut total = 0;
-    for path in paths {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-        if meta.is_dir() {
-            let err = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a text file");
-            return Err(Error::io(path, err));
-        }
-        total += meta.len();
-    }
-    Ok(total)
 }
 
 /// Count one text that may hold several documents.
@@ -81,58 +65,6 @@ fn count_batch<'a>(batch: &'a [Chunk], specials: &SpecialSplitter) -> CountTable
             counts
         })
         .reduce(CountTable::default, CountTable::merge)
-}
-
-/// The chunks of all files in order; a file's end is a chunk's end.
-struct CorpusChunks<'p, 's> {
-    paths: &'p [PathBuf],
-    next_path: usize,
-    reader: Option<ChunkReader<'s, File>>,
-    specials: &'s SpecialSplitter,
-    chunk_size: usize,
-}
-
-impl CorpusChunks<'_, '_> {
-    /// Chunks adding up to about `max_bytes` (at least one), across files.
-    fn next_batch(&mut self, max_bytes: usize) -> Result<Vec<Chunk>, Error> {
-        let mut batch = Vec::new();
-        let mut bytes = 0;
-        while bytes < max_bytes {
-            match self.next_chunk()? {
-                Some(chunk) => {
-                    bytes += chunk.text.len();
-                    batch.push(chunk);
-                }
-                None => break,
-            }
-        }
-        Ok(batch)
-    }
-
-    fn next_chunk(&mut self) -> Result<Option<Chunk>, Error> {
-        loop {
-            if let Some(reader) = self.reader.as_mut() {
-                if let Some(chunk) = reader.next_chunk()? {
-                    return Ok(Some(chunk));
-                }
-                self.reader = None;
-            }
-            let Some(path) = self.paths.get(self.next_path) else {
-                return Ok(None);
-            };
-            self.next_path += 1;
-            self.reader = Some(open_reader(path, self.specials, self.chunk_size)?);
-        }
-    }
-}
-
-fn open_reader<'s>(
-    path: &Path,
-    specials: &'s SpecialSplitter,
-    chunk_size: usize,
-) -> Result<ChunkReader<'s, File>, Error> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    Ok(ChunkReader::new(file, path, specials, chunk_size))
 }
 
 #[cfg(test)]

@@ -1,0 +1,91 @@
+//! Encoding whole files in parallel, in bounded memory, with ids in order.
+//!
+//! The files are read as one stream of safely cut chunks (`chunking.rs`, the
+//! same cuts training uses: a chunk's ids never depend on what follows), a
+//! batch of chunks is encoded in parallel while the next batch is read, and
+//! the batch's ids go to `sink` in input order, so the output is the same for
+//! any number of threads. Each file ends a chunk, so the ids are those of
+//! encoding each file on its own, concatenated.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use crate::chunking::{total_size, CorpusChunks};
+use crate::encode::Encoder;
+use crate::error::Error;
+use crate::progress::{Observer, Phase};
+
+/// Receives each batch, one converted item per chunk, in input order.
+pub type Sink<'a, T> = dyn FnMut(Vec<T>) -> Result<(), Error> + 'a;
+
+/// Encode `paths`; each chunk's ids go through `convert` on the worker that
+/// encoded them (packing them for a file, say, in parallel too), and each
+/// batch's results go to `sink` in order. Progress is reported in bytes read.
+/// Returns the bytes read.
+pub fn encode_files<T: Send>(
+    encoder: &Encoder,
+    paths: &[PathBuf],
+    chunk_size: usize,
+    pool: &rayon::ThreadPool,
+    observer: &dyn Observer,
+    convert: impl Fn(Vec<u32>) -> T + Sync,
+    sink: &mut Sink<'_, T>,
+) -> Result<u64, Error> {
+    let total_bytes = total_size(paths)?;
+    let mut chunks = CorpusChunks::new(paths, encoder.specials(), chunk_size);
+    let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
+    let mut done = 0u64;
+    observer.progress(Phase::Encode, 0, total_bytes)?;
+    let mut batch = chunks.next_batch(batch_bytes)?;
+    while !batch.is_empty() {
+        let encode_batch = || batch.par_iter().map(|chunk| convert(encoder.encode(&chunk.text))).collect::<Vec<_>>();
+        let (converted, next_batch) = pool.install(|| rayon::join(encode_batch, || chunks.next_batch(batch_bytes)));
+        sink(converted)?;
+        done += batch.iter().map(|chunk| chunk.text.len() as u64).sum::<u64>();
+        observer.progress(Phase::Encode, done, total_bytes.max(done))?;
+        batch = next_batch?;
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::Silent;
+    use crate::vocab::Vocabulary;
+
+    #[test]
+    fn same_ids_as_encoding_each_file_for_any_chunk_size_and_threads() {
+        let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
+        entries.extend([(256, b" t".to_vec()), (257, b"<|e|>".to_vec())]);
+        let vocab = Vocabulary::new(entries, &[(b" ".to_vec(), b"t".to_vec())]).unwrap();
+        let encoder = Encoder::new(vocab, &["<|e|>".to_string()]).unwrap();
+        let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let texts = ["a t  t\n\nt<|e|>tt ", "<|e|> x  \u{3000}y t"];
+        let paths: Vec<PathBuf> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let path = dir.join(format!("{i}.txt"));
+                std::fs::write(&path, text).unwrap();
+                path
+            })
+            .collect();
+        let expected: Vec<u32> = texts.iter().flat_map(|text| encoder.encode(text)).collect();
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for chunk_size in [1, 3, 8, 1 << 20] {
+                let mut got = Vec::new();
+                let mut sink = |batch: Vec<Vec<u32>>| {
+                    batch.iter().for_each(|ids| got.extend_from_slice(ids));
+                    Ok(())
+                };
+                encode_files(&encoder, &paths, chunk_size, &pool, &Silent, |ids| ids, &mut sink).unwrap();
+                assert_eq!(got, expected, "threads {threads}, chunk size {chunk_size}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
