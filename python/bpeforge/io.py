@@ -44,22 +44,28 @@ def bytes_to_unicode() -> dict[int, str]:
     return mapping
 
 
-@lru_cache(maxsize=1)
-def unicode_to_bytes() -> dict[str, int]:
-    return {char: b for b, char in bytes_to_unicode().items()}
-
-
 def encode_token(token: bytes) -> str:
     table = bytes_to_unicode()
     return "".join(table[b] for b in token)
 
 
+@lru_cache(maxsize=1)
+def _decode_table() -> dict[int, str]:
+    """`str.translate` table: each GPT-2 byte character to the char of its byte
+    value, so that `.encode("latin-1")` yields the bytes at C speed. Other
+    characters up to U+00FF are sent to U+FFFF, and anything above U+00FF stays,
+    so a character outside the table always fails the latin-1 encoding."""
+    table = {code: "\uffff" for code in range(256)}
+    table.update({ord(char): chr(b) for b, char in bytes_to_unicode().items()})
+    return table
+
+
 def decode_token(text: str, *, where: str = "") -> bytes:
-    table = unicode_to_bytes()
     try:
-        return bytes(table[char] for char in text)
-    except KeyError as err:
-        raise ValueError(f"{where}token {text!r} has {err.args[0]!r}, which is not a GPT-2 byte character") from None
+        return text.translate(_decode_table()).encode("latin-1")
+    except UnicodeEncodeError as err:
+        bad = text[err.start]
+        raise ValueError(f"{where}token {text!r} has {bad!r}, which is not a GPT-2 byte character") from None
 
 
 def save(
@@ -107,17 +113,19 @@ def load_vocab(path: str | os.PathLike[str]) -> Vocab:
 
 def load_merges(path: str | os.PathLike[str]) -> Merges:
     """One merge per line, `left right`; a leading `#version` line is skipped."""
-    merges: Merges = []
     with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            line = line.rstrip("\r\n")
-            if (number == 1 and line.startswith("#version")) or not line:
-                continue
-            parts = line.split(" ")
-            if len(parts) != 2:
-                raise ValueError(f"{path}:{number}: expected two tokens separated by one space, got {line!r}")
-            where = f"{path}:{number}: "
-            merges.append((decode_token(parts[0], where=where), decode_token(parts[1], where=where)))
+        lines = f.read().split("\n")
+    start = 1 if lines and lines[0].startswith("#version") else 0
+    merges: Merges = []
+    for number, line in enumerate(lines[start:], start=start + 1):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        left, space, right = line.partition(" ")
+        if not space or not left or not right or " " in right:
+            raise ValueError(f"{path}:{number}: expected two tokens separated by one space, got {line!r}")
+        where = f"{path}:{number}: "
+        merges.append((decode_token(left, where=where), decode_token(right, where=where)))
     return merges
 
 
