@@ -4,7 +4,8 @@
 //! words it touches, never to the corpus:
 //! - `pair_counts`: the live count of every adjacent pair, weighted by word count;
 //! - `pair_words`: for each pair, the words that may hold it (may list a word
-//!   twice or one that lost the pair; the merge sorts, dedups and re-checks);
+//!   twice or one that lost the pair; the merge skips a word it has already
+//!   visited, by a per-word stamp instead of sorting the list, and re-checks);
 //! - `queue`: a max-heap of candidates with lazy invalidation. Only pairs that
 //!   hold the new symbol can gain count, and they are pushed when they do; every
 //!   other entry's count can only be too high, so a popped entry whose count is
@@ -49,6 +50,11 @@ pub fn learn_merges(counts: PretokenCounts, max_merges: usize, observer: &dyn Ob
 struct MergeState {
     words: WordStore,
     word_counts: Vec<u64>,
+    /// Per word, 1 + the number of the last merge that visited it.
+    visited: Vec<u32>,
+    merges_done: u32,
+    /// Pair count changes of the merge being applied (kept to reuse its memory).
+    deltas: FxHashMap<Pair, i64>,
     pair_counts: FxHashMap<Pair, i64>,
     pair_words: FxHashMap<Pair, Vec<u32>>,
     queue: MergeQueue,
@@ -69,11 +75,15 @@ impl MergeState {
             }
         });
         drop(counts);
+        let visited = vec![0; words.len()];
         let symbols: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from([b].as_slice())).collect();
         let symbol_ids = symbols.iter().enumerate().map(|(id, bytes)| (bytes.clone(), id as u32)).collect();
         let mut state = Self {
             words,
             word_counts,
+            visited,
+            merges_done: 0,
+            deltas: FxHashMap::default(),
             pair_counts: FxHashMap::default(),
             pair_words: FxHashMap::default(),
             queue: MergeQueue::new(),
@@ -122,12 +132,14 @@ impl MergeState {
     /// Merge `pair` in every word that holds it and update the counts.
     fn apply(&mut self, pair: Pair) {
         let new = self.symbol_for_merge(pair);
-        let mut holders = self.pair_words.remove(&pair).unwrap_or_default();
-        holders.sort_unstable();
-        holders.dedup();
-        let mut deltas: FxHashMap<Pair, i64> = FxHashMap::default();
-        let Self { words, word_counts, pair_words, .. } = self;
+        let holders = self.pair_words.remove(&pair).unwrap_or_default();
+        self.merges_done += 1;
+        let stamp = self.merges_done;
+        let Self { words, word_counts, pair_words, visited, deltas, .. } = self;
         for &index in &holders {
+            if std::mem::replace(&mut visited[index as usize], stamp) == stamp {
+                continue;
+            }
             let count = word_counts[index as usize] as i64;
             words.merge(index, pair, new, |changed, delta| {
                 *deltas.entry(changed).or_insert(0) += delta * count;
@@ -140,11 +152,13 @@ impl MergeState {
             });
         }
         self.pair_counts.remove(&pair);
-        for (changed, delta) in deltas {
+        let mut deltas = std::mem::take(&mut self.deltas);
+        for (changed, delta) in deltas.drain() {
             if changed != pair && delta != 0 {
                 self.apply_delta(changed, delta);
             }
         }
+        self.deltas = deltas;
     }
 
     fn apply_delta(&mut self, pair: Pair, delta: i64) {
