@@ -1,0 +1,16 @@
+"""The examples in the package's docstrings run and give what they show."""
+
+import doctest
+
+import pytest
+
+import bpeforge
+import bpeforge.io
+import bpeforge.tokenizer
+
+
+@pytest.mark.parametrize("module", [bpeforge, bpeforge.io, bpeforge.tokenizer], ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0, f"{module.__name__} has no examples to run"
+    assert result.failed == 0
