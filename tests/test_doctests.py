@@ -2,11 +2,10 @@
 
 import doctest
 
-import pytest
-
 import bpeforge
 import bpeforge.io
 import bpeforge.tokenizer
+import pytest
 
 
 @pytest.mark.parametrize("module", [bpeforge, bpeforge.io, bpeforge.tokenizer], ids=lambda m: m.__name__)
