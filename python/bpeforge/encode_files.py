@@ -58,7 +58,7 @@ def encode_files(
     started = time.perf_counter()
     paths = [os.fspath(path) for path in inputs]
     with NpyWriter(output, dtype, overwrite=overwrite) as writer:
-        bars = ProgressBars() if progress else None
+        bars = ProgressBars(lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s") if progress else None
         try:
             bytes_in = tokenizer._core.encode_files(paths, DTYPES[dtype], writer.write, threads, None, bars)
         finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tqdm import tqdm
 
 _PHASES = {
@@ -14,8 +16,10 @@ _PHASES = {
 class ProgressBars:
     """Callable the core reports `(phase, done, total)` to; one bar per phase."""
 
-    def __init__(self) -> None:
+    def __init__(self, postfix: Callable[[float], str] | None = None) -> None:
+        """`postfix(elapsed_seconds)` adds a note to the bar, e.g. tokens/s."""
         self._bars: dict[str, tqdm] = {}
+        self._postfix = postfix
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         bar = self._bars.get(phase)
@@ -25,6 +29,8 @@ class ProgressBars:
             bar = self._bars[phase] = tqdm(total=total, dynamic_ncols=True, **_PHASES[phase])
         if bar.total != total:
             bar.total = total
+        if self._postfix is not None:
+            bar.set_postfix_str(self._postfix(bar.format_dict["elapsed"]), refresh=False)
         bar.update(done - bar.n)
 
     def close(self) -> None:
