@@ -65,6 +65,7 @@ class Tokenizer:
 
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
+        _check_threads(num_threads)
         return self._core.encode_batch([_check_str(t) for t in texts], num_threads)
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
@@ -83,7 +84,12 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The concatenated bytes of `ids`. An unknown id raises ValueError naming it."""
-        return self._core.decode_bytes(list(ids))
+        ids = list(ids)
+        try:
+            return self._core.decode_bytes(ids)
+        except OverflowError:  # an id beyond 64 bits never reaches the core's check
+            unknown = next(i for i in ids if not -(2**63) <= i < 2**63)
+            raise ValueError(f"unknown token id {unknown}") from None
 
     def token_to_id(self, token: str | bytes) -> int | None:
         """The id of a token given as text or bytes, or None."""
@@ -91,7 +97,10 @@ class Tokenizer:
 
     def id_to_token(self, token_id: int) -> bytes | None:
         """The bytes of a token id, or None."""
-        return self._core.token(token_id)
+        try:
+            return self._core.token(token_id)
+        except OverflowError:
+            return None
 
     @property
     def vocab_size(self) -> int:
@@ -134,6 +143,13 @@ def _append_missing_specials(vocab: dict[int, bytes], special_tokens: list[str])
             vocab[next_id] = encoded
             present.add(encoded)
             next_id += 1
+
+
+def _check_threads(num_threads: object) -> None:
+    if num_threads is not None and (
+        not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1
+    ):
+        raise ValueError(f"num_threads must be a positive integer, or None for all cores; got {num_threads!r}")
 
 
 def _check_str(text: object) -> str:
