@@ -21,7 +21,8 @@ pub struct Vocabulary {
     ids: FxHashMap<Box<[u8]>, u32>,
     /// Id of each single-byte token.
     byte_ids: [u32; 256],
-    merges: FxHashMap<(u32, u32), MergeRule>,
+    /// Keyed by `left << 32 | right`: one word to hash instead of a tuple.
+    merges: FxHashMap<u64, MergeRule>,
     /// The merge of two single bytes, indexed by `first * 256 + second`: every
     /// pre-token starts as bytes, so its first round of lookups is an array
     /// read instead of a hash probe.
@@ -44,7 +45,7 @@ impl Vocabulary {
         let byte_ids = byte_table(&ids)?;
         let merges = merge_table(&ids, merges)?;
         let byte_pair_merges = (0..256 * 256)
-            .map(|pair: usize| merges.get(&(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
+            .map(|pair: usize| merges.get(&pair_key(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
             .collect();
         Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges })
     }
@@ -73,7 +74,7 @@ impl Vocabulary {
 
     #[inline]
     pub fn merge(&self, left: u32, right: u32) -> Option<MergeRule> {
-        self.merges.get(&(left, right)).copied()
+        self.merges.get(&pair_key(left, right)).copied()
     }
 
     #[inline]
@@ -114,7 +115,7 @@ fn byte_table(ids: &FxHashMap<Box<[u8]>, u32>) -> Result<[u32; 256], Error> {
 fn merge_table(
     ids: &FxHashMap<Box<[u8]>, u32>,
     merges: &[(Vec<u8>, Vec<u8>)],
-) -> Result<FxHashMap<(u32, u32), MergeRule>, Error> {
+) -> Result<FxHashMap<u64, MergeRule>, Error> {
     let lookup = |bytes: &[u8], rank: usize, what: &str| {
         ids.get(bytes).copied().ok_or_else(|| {
             Error::InvalidArgument(format!(
@@ -127,12 +128,17 @@ fn merge_table(
     let mut table = FxHashMap::default();
     table.reserve(merges.len());
     for (rank, (left, right)) in merges.iter().enumerate() {
-        let pair = (lookup(left, rank, "left token")?, lookup(right, rank, "right token")?);
+        let pair = pair_key(lookup(left, rank, "left token")?, lookup(right, rank, "right token")?);
         let merged = lookup(&[left.as_slice(), right.as_slice()].concat(), rank, "result")?;
         // A pair listed twice keeps its first (lowest) rank.
         table.entry(pair).or_insert(MergeRule { rank: rank as u32, merged });
     }
     Ok(table)
+}
+
+#[inline(always)]
+fn pair_key(left: u32, right: u32) -> u64 {
+    (left as u64) << 32 | right as u64
 }
 
 fn show(bytes: &[u8]) -> String {
