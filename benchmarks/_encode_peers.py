@@ -65,6 +65,7 @@ class Peer:
 
 
 def _load_bpeforge(vocab: Path, merges: Path) -> Any:
+    """The API the issue specifies: GPT-2's two files and the special token."""
     import bpeforge
 
     return bpeforge.Tokenizer.from_files(vocab, merges, [SPECIAL])
@@ -264,6 +265,7 @@ def measure_worst(peer: Peer, tok: Any, repeat: int, ids_dir: Path) -> dict[str,
 
 
 def _measure_one(peer: Peer, tok: Any, text: str, repeat: int, ids_path: Path | None) -> dict[str, Any]:
+    """One worst-case input at one size; ids are written only when a path is given."""
     times, ids = timed_runs(lambda: peer.encode(tok, text), repeat)
     if ids_path is not None:
         write_ids(ids_path, [ids])
@@ -271,6 +273,7 @@ def _measure_one(peer: Peer, tok: Any, text: str, repeat: int, ids_path: Path | 
 
 
 def _version(peer: Peer) -> str:
+    """The installed distribution's version, as the report records it."""
     try:
         return importlib.metadata.version(peer.dist)
     except importlib.metadata.PackageNotFoundError:

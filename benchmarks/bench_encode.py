@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _encode_peers import IDS_TYPECODE, PEERS, WORST_CASES, WORST_SIZES
+from _encode_peers import IDS_TYPECODE, LOAD_REPEAT, PEERS, WORST_CASES, WORST_SIZES
 from _peers import EXIT_NOT_INSTALLED
 from bench_train import _cpu_model, _git_revision, _parse_result, prepare_corpus
 
@@ -49,6 +49,7 @@ Results = dict[str, dict[int, dict[str, Any]]]  # peer -> batch threads -> child
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The CLI; lists are split and checked here so that a typo fails before minutes of work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=10, help="MB (10^6 bytes) of each corpus (default 10)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts")
@@ -137,6 +138,7 @@ def run_all(args: argparse.Namespace, texts: dict[str, dict[str, Any]], ids_dir:
 
 
 def _read_ids(path: Path) -> array.array | None:
+    """The ids a child wrote, or None if it wrote none (it failed or was not installed)."""
     if not path.exists():
         return None
     ids = array.array(IDS_TYPECODE)
@@ -180,7 +182,7 @@ def check_corpus(ids_dir: Path, corpus: str, peers: list[str]) -> dict[str, dict
 def check_all(ids_dir: Path, results: Results, corpora: list[str]) -> dict[str, Any]:
     """Id checks for every corpus and, between the worst-case peers, every worst case at its largest size."""
     peers = [peer for peer, runs in results.items() if runs.get(1, {}).get("status") == "ok"]
-    checks: dict[str, Any] = {"corpora": {}, "worst": {}}
+    checks: dict[str, Any] = {"reference": peers[0] if peers else None, "corpora": {}, "worst": {}}
     if not peers:
         return checks
     checks["corpora"] = {corpus: check_corpus(ids_dir, corpus, peers) for corpus in corpora}
@@ -205,10 +207,12 @@ def _mbps(measurement: dict[str, Any] | None) -> float | None:
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
+    """a / b, or None when either is missing, so one failed peer blanks only its own cells."""
     return a / b if a is not None and b else None
 
 
 def _measurement(results: Results, peer: str, threads: int, section: str, corpus: str) -> dict[str, Any] | None:
+    """One child's result for one corpus, or None if that child did not run or failed."""
     run = results.get(peer, {}).get(threads, {})
     return run.get(section, {}).get(corpus) if run.get("status") == "ok" else None
 
@@ -265,6 +269,7 @@ def summarize_load(results: Results) -> dict[str, Any]:
 
 
 def metadata(args: argparse.Namespace, texts: dict[str, dict[str, Any]], pieces: dict[str, Any]) -> dict[str, Any]:
+    """What a reader needs to reproduce or discount the run: inputs, command, machine, revision."""
     return {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "command": shlex.join(["python", "benchmarks/bench_encode.py", *sys.argv[1:]]),
@@ -292,6 +297,7 @@ def batch_shapes(results: Results) -> dict[str, Any]:
 
 
 def _f(value: float | None, spec: str = ".1f", suffix: str = "") -> str:
+    """A number for a table cell, or a dash for a missing one."""
     return "—" if value is None else f"{value:{spec}}{suffix}"
 
 
@@ -300,6 +306,7 @@ def _row(cells: list[str]) -> str:
 
 
 def render_header(meta: dict[str, Any], load_before: float, load_after: float) -> list[str]:
+    """Machine, revision and load average first: these numbers mean little without them."""
     texts = "; ".join(
         f"{name}: {text['bytes']:,} bytes of `{text['source']}`"
         + (f", batched as {text['pieces']:,} {text['split']}" if "pieces" in text else "")
@@ -317,7 +324,7 @@ def render_header(meta: dict[str, Any], load_before: float, load_after: float) -
 
 
 def render_load(load: dict[str, Any]) -> list[str]:
-    lines = ["| library | version | build from GPT-2 files, s (best of 5) |", "|---|---|--:|"]
+    lines = [f"| library | version | build from GPT-2 files, s (best of {LOAD_REPEAT}) |", "|---|---|--:|"]
     for peer, row in load.items():
         if row["status"] == "ok":
             lines.append(_row([peer, row["version"], f"{row['load_s']:.3f}"]))
@@ -350,6 +357,7 @@ def render_batch(batch: dict[str, Any], shapes: dict[str, Any]) -> list[str]:
 
 
 def render_ids(checks: dict[str, Any], encode_tokens: dict[str, int]) -> list[str]:
+    """One row per corpus and peer: `encode`, and batch ids on each thread count."""
     lines = [
         "| corpus | tokens | library | `encode` | batch, 1 thread | batch, 2 threads |",
         "|---|--:|---|---|---|---|",
@@ -362,6 +370,7 @@ def render_ids(checks: dict[str, Any], encode_tokens: dict[str, int]) -> list[st
 
 
 def render_worst(worst: dict[str, Any], checks: dict[str, str]) -> list[str]:
+    """Times per size and growth per doubling, so linear (2.0) and quadratic (4.0) read at a glance."""
     sizes = [f"{size / MB:g} MB ms" for size in WORST_SIZES]
     growth = [f"{big / MB:g} / {small / MB:g}" for small, big in zip(WORST_SIZES, WORST_SIZES[1:])]
     lines = [
@@ -377,6 +386,7 @@ def render_worst(worst: dict[str, Any], checks: dict[str, str]) -> list[str]:
 
 
 def _worst_notes(worst: dict[str, Any]) -> list[str]:
+    """Why a worst-case cell is empty (tiktoken's regex gives up on 1 MB of spaces)."""
     return [
         f"- {peer} on {kind}: {error}"
         for kind, per_peer in worst.items()
@@ -398,19 +408,21 @@ def _measurement_errors(results: Results) -> list[str]:
 
 
 def render_markdown(report: dict[str, Any], results: Results) -> str:
+    """The whole report, in the order the issue lists the measurements."""
     peers = list(results)
     summary = report["summary"]
+    ref = report["checks"]["reference"]
     encode_tokens = {
         corpus: cell["tokens"]
         for corpus in report["corpora"]
-        if _ok(cell := _measurement(results, peers[0], 1, "encode", corpus))
+        if _ok(cell := _measurement(results, ref, 1, "encode", corpus))
     }
     sections = [
         *render_header(report["meta"], *report["load_average"]),
         "\n".join(render_load(summary["load"])),
         "Single-thread `encode`, MB of UTF-8 per second:\n\n" + "\n".join(render_encode(summary["encode"], peers)),
         "`encode_batch`:\n\n" + "\n".join(render_batch(summary["batch"], batch_shapes(results))),
-        f"Same ids as {peers[0]}:\n\n" + "\n".join(render_ids(report["checks"], encode_tokens)),
+        f"Same ids as {ref}:\n\n" + "\n".join(render_ids(report["checks"], encode_tokens)),
         "Worst cases (one pre-token of the given size), single-thread `encode`:\n\n"
         + "\n".join(render_worst(summary["worst"], report["checks"]["worst"])),
     ]
@@ -421,6 +433,7 @@ def render_markdown(report: dict[str, Any], results: Results) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Prepare texts, run the children, check ids while their files exist, then report."""
     args = parse_args(argv)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp:

@@ -24,7 +24,7 @@ const NONE: u32 = u32::MAX;
 pub struct Scratch {
     parts: Vec<Part>,
     nodes: Vec<Node>,
-    heap: BinaryHeap<Reverse<(u32, u32)>>,
+    heap: BinaryHeap<Reverse<u64>>,
 }
 
 #[derive(Clone, Copy)]
@@ -94,11 +94,18 @@ struct Node {
     next: u32,
 }
 
+/// A heap entry: rank in the high half, position in the low half, so that one
+/// integer comparison orders by rank and then leftmost first.
+#[inline]
+fn heap_key(rank: u32, at: u32) -> Reverse<u64> {
+    Reverse((rank as u64) << 32 | at as u64)
+}
+
 fn merge_with_heap(
     piece: &[u8],
     vocab: &Vocabulary,
     nodes: &mut Vec<Node>,
-    heap: &mut BinaryHeap<Reverse<(u32, u32)>>,
+    heap: &mut BinaryHeap<Reverse<u64>>,
     out: &mut Vec<u32>,
 ) {
     let n = piece.len();
@@ -108,19 +115,26 @@ fn merge_with_heap(
         prev: if i == 0 { NONE } else { i as u32 - 1 },
         next: if i + 1 == n { NONE } else { i as u32 + 1 },
     }));
-    heap.clear();
-    let push = |heap: &mut BinaryHeap<Reverse<(u32, u32)>>, nodes: &[Node], at: u32| {
+    // Built in one O(n) heapify rather than n pushes.
+    let mut entries = std::mem::take(heap).into_vec();
+    entries.clear();
+    entries.extend(
+        piece
+            .windows(2)
+            .enumerate()
+            .filter_map(|(at, w)| Some(heap_key(vocab.byte_pair_merge(w[0], w[1])?.rank, at as u32))),
+    );
+    *heap = BinaryHeap::from(entries);
+    let push = |heap: &mut BinaryHeap<Reverse<u64>>, nodes: &[Node], at: u32| {
         let node = nodes[at as usize];
         if node.next != NONE {
             if let Some(rule) = vocab.merge(node.id, nodes[node.next as usize].id) {
-                heap.push(Reverse((rule.rank, at)));
+                heap.push(heap_key(rule.rank, at));
             }
         }
     };
-    for at in 0..n as u32 {
-        push(heap, nodes, at);
-    }
-    while let Some(Reverse((rank, at))) = heap.pop() {
+    while let Some(Reverse(key)) = heap.pop() {
+        let (rank, at) = ((key >> 32) as u32, key as u32);
         let node = nodes[at as usize];
         if node.id == NONE || node.next == NONE {
             continue;
