@@ -13,7 +13,6 @@ use bpeforge::{Encoder, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList};
-use rayon::prelude::*;
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
@@ -81,7 +80,7 @@ impl PyEncoder {
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let encoder = &self.inner;
-        let run = || texts.par_iter().map(|text| encoder.encode(text)).collect::<Vec<_>>();
+        let run = || encoder.encode_batch(&texts, |ids| ids);
         let batches = with_threads(py, num_threads, run)?;
         let lists = batches.iter().map(|ids| self.id_list(py, ids)).collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
@@ -100,7 +99,7 @@ impl PyEncoder {
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         self.check_width(width)?;
         let encoder = &self.inner;
-        let run = || texts.par_iter().map(|text| pack_ids(&encoder.encode(text), width)).collect::<Vec<_>>();
+        let run = || encoder.encode_batch(&texts, |ids| pack_ids(&ids, width));
         let packed = with_threads(py, num_threads, run)?;
         Ok(packed.iter().map(|bytes| PyBytes::new(py, bytes)).collect())
     }

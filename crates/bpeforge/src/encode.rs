@@ -5,6 +5,7 @@
 //! (`bpe.rs`). Tables are built once in `Encoder::new`; an `Encoder` is
 //! immutable afterwards, so one instance serves any number of threads.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::bpe::{encode_piece, Scratch};
@@ -57,14 +58,19 @@ impl Encoder {
     }
 
     pub fn encode_into(&self, text: &str, out: &mut Vec<u32>) {
-        let mut scratch = Scratch::default();
-        let mut cache = PieceCache::default();
+        self.encode_with(text, &mut EncodeState::default(), out);
+    }
+
+    /// Encode with buffers and a piece cache kept from earlier calls: a worker
+    /// that encodes many texts (a batch, the chunks of a file) keeps its cache
+    /// warm instead of starting cold on every text.
+    pub fn encode_with(&self, text: &str, state: &mut EncodeState, out: &mut Vec<u32>) {
         for piece in self.specials.split(text) {
             match piece {
                 Piece::Special(index) => out.push(self.special_ids[index]),
                 Piece::Text(document) => {
                     for pretoken in Gpt2Splitter::new(document) {
-                        self.encode_pretoken(pretoken.as_bytes(), &mut cache, &mut scratch, out);
+                        self.encode_pretoken(pretoken.as_bytes(), state, out);
                     }
                 }
             }
@@ -72,21 +78,39 @@ impl Encoder {
     }
 
     #[inline]
-    fn encode_pretoken(&self, bytes: &[u8], cache: &mut PieceCache, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    fn encode_pretoken(&self, bytes: &[u8], state: &mut EncodeState, out: &mut Vec<u32>) {
         if bytes.len() == 1 {
             out.push(self.vocab.byte_id(bytes[0]));
             return;
         }
         let Some(key) = pack(bytes) else {
-            return encode_piece(bytes, &self.vocab, scratch, out);
+            return encode_piece(bytes, &self.vocab, &mut state.scratch, out);
         };
-        if let Some(cached) = cache.get(key) {
+        if let Some(cached) = state.cache.get(key) {
             out.extend_from_slice(cached);
             return;
         }
         let start = out.len();
-        encode_piece(bytes, &self.vocab, scratch, out);
-        cache.insert(key, &out[start..]);
+        encode_piece(bytes, &self.vocab, &mut state.scratch, out);
+        state.cache.insert(key, &out[start..]);
+    }
+
+    /// Encode `texts` in parallel on the current rayon pool, each worker with
+    /// one state for all the texts it takes; `convert` runs on the worker too.
+    pub fn encode_batch<T, R>(&self, texts: &[T], convert: impl Fn(Vec<u32>) -> R + Sync + Send) -> Vec<R>
+    where
+        T: AsRef<str> + Sync,
+        R: Send,
+    {
+        texts
+            .par_iter()
+            .map_init(EncodeState::default, |state, text| {
+                let text = text.as_ref();
+                let mut ids = Vec::with_capacity(text.len() / 4);
+                self.encode_with(text, state, &mut ids);
+                convert(ids)
+            })
+            .collect()
     }
 
     /// For streaming: the length in bytes of the longest prefix of `text`
@@ -106,7 +130,16 @@ impl Encoder {
     }
 }
 
-/// Ids of the short pre-tokens already encoded in this call. Text repeats its
+/// What encoding keeps between calls on one thread: buffers and the cache.
+/// Ids depend only on the vocabulary, so a state may serve any texts of the
+/// same `Encoder` (not of another).
+#[derive(Default)]
+pub struct EncodeState {
+    scratch: Scratch,
+    cache: PieceCache,
+}
+
+/// Ids of the short pre-tokens already encoded by this state. Text repeats its
 /// words, so most pre-tokens are looked up instead of merged: exact, since a
 /// pre-token's merges do not depend on its neighbours (unlike tiktoken's
 /// shortcut of emitting a whole pre-token found in the vocabulary, which

@@ -9,8 +9,6 @@
 
 use std::path::PathBuf;
 
-use rayon::prelude::*;
-
 use crate::chunking::{total_size, CorpusChunks};
 use crate::encode::Encoder;
 use crate::error::Error;
@@ -39,7 +37,8 @@ pub fn encode_files<T: Send>(
     observer.progress(Phase::Encode, 0, total_bytes)?;
     let mut batch = chunks.next_batch(batch_bytes)?;
     while !batch.is_empty() {
-        let encode_batch = || batch.par_iter().map(|chunk| convert(encoder.encode(&chunk.text))).collect::<Vec<_>>();
+        let texts: Vec<&str> = batch.iter().map(|chunk| chunk.text.as_str()).collect();
+        let encode_batch = || encoder.encode_batch(&texts, &convert);
         let (converted, next_batch) = pool.install(|| rayon::join(encode_batch, || chunks.next_batch(batch_bytes)));
         sink(converted)?;
         done += batch.iter().map(|chunk| chunk.text.len() as u64).sum::<u64>();
