@@ -110,6 +110,21 @@ class Tokenizer:
     def special_tokens(self) -> list[str]:
         return list(self._special_tokens)
 
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """A copy of the id -> bytes table (special tokens included)."""
+        return dict(self._vocab)
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """A copy of the merges, in rank order."""
+        return list(self._merges)
+
+    @property
+    def pattern(self) -> str:
+        """The pre-tokenizer: "gpt2" (the only one so far)."""
+        return "gpt2"
+
     def __repr__(self) -> str:
         return (
             f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self._merges)}, "
