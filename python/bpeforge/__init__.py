@@ -8,6 +8,7 @@
 from importlib.metadata import PackageNotFoundError, version
 
 from bpeforge._core import pretokenize
+from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
 from bpeforge.io import load, save
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainResult, TrainStats, train, train_bpe
@@ -18,13 +19,19 @@ except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0+unknown"
 
 __all__ = [
+    "Counts",
     "Tokenizer",
     "TrainResult",
     "TrainStats",
     "__version__",
+    "count",
     "load",
+    "load_counts",
+    "merge_counts",
     "pretokenize",
     "save",
+    "save_counts",
     "train",
     "train_bpe",
+    "train_from_counts",
 ]

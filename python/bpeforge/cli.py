@@ -12,9 +12,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bpeforge import demo, encode_files, io
+from bpeforge import counts, demo, encode_files, io
 from bpeforge.report import print_train_summary
 from bpeforge.tokenizer import Tokenizer
+from bpeforge.train import TrainResult as train_result
 from bpeforge.train import train
 
 EXIT_USAGE = 2
@@ -38,6 +39,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpeforge", description="Byte-level BPE tokenizer training, fast and exact.")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_train(commands)
+    _add_count(commands)
     _add_encode(commands)
     _add_decode(commands)
     return parser
@@ -52,6 +54,11 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     )
     train_cmd.add_argument("inputs", nargs="*", metavar="INPUT", help="UTF-8 text files, read as one corpus")
     train_cmd.add_argument("--demo", action="store_true", help="train on the Python standard library's source files")
+    train_cmd.add_argument("--from-counts", type=Path, metavar="COUNTS", help="train from a `bpeforge count` file")
+    train_cmd.add_argument(
+        "--min-frequency", type=int, help="stop when the best pair occurs fewer times (off by default, as in CS336)"
+    )
+    train_cmd.add_argument("--max-token-length", type=int, help="never make a token longer than this many bytes")
     train_cmd.add_argument("--vocab-size", type=int, help="total vocabulary size (default 10000; 4096 with --demo)")
     train_cmd.add_argument(
         "--special-token",
@@ -68,19 +75,49 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    inputs, output, vocab_size = _train_inputs(args, parser)
-    specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
-    if output.exists() and not args.force:
-        parser.error(f"{output} already exists; pass --force to replace it")
+    if args.output is not None and args.output.exists() and not args.force:
+        parser.error(f"{args.output} already exists; pass --force to replace it")
     started = time.perf_counter()
-    result = train(inputs, vocab_size, specials, num_threads=args.threads, progress=not args.no_progress)
+    if args.from_counts is not None:
+        result, output, files = _train_from_counts(args, parser), args.output, 1
+    else:
+        inputs, output, vocab_size = _train_inputs(args, parser)
+        if output.exists() and not args.force:
+            parser.error(f"{output} already exists; pass --force to replace it")
+        specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
+        result = train(
+            inputs,
+            vocab_size,
+            specials,
+            num_threads=args.threads,
+            progress=not args.no_progress,
+            min_frequency=args.min_frequency,
+            max_token_length=args.max_token_length,
+        )
+        files = len(inputs)
     write_started = time.perf_counter()
-    io.save(result.vocab, result.merges, output, special_tokens=specials, overwrite=args.force)
+    io.save(result.vocab, result.merges, output, special_tokens=result.special_tokens, overwrite=args.force)
     finished = time.perf_counter()
     print_train_summary(
-        result, output, write_seconds=finished - write_started, total_seconds=finished - started, files=len(inputs)
+        result, output, write_seconds=finished - write_started, total_seconds=finished - started, files=files
     )
     return 0
+
+
+def _train_from_counts(args: argparse.Namespace, parser: argparse.ArgumentParser) -> train_result:
+    if args.inputs or args.demo:
+        parser.error("--from-counts trains from the count file alone; give no INPUT files and no --demo")
+    if args.output is None or args.vocab_size is None:
+        parser.error("--from-counts needs --vocab-size N and -o DIR")
+    if args.special_tokens is not None:
+        parser.error("--from-counts uses the special tokens the corpus was counted with; drop --special-token")
+    return counts.train_from_counts(
+        args.from_counts,
+        args.vocab_size,
+        min_frequency=args.min_frequency,
+        max_token_length=args.max_token_length,
+        progress=not args.no_progress,
+    )
 
 
 def _train_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[list[str], Path, int]:
@@ -146,4 +183,40 @@ def _add_decode(commands: argparse._SubParsersAction) -> None:
 def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     written = encode_files.decode_file(Tokenizer.load(args.tokenizer), args.source, args.output)
     print(f"wrote {args.output}: {written:,} bytes")
+    return 0
+
+
+def _add_count(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser(
+        "count",
+        help="count the pre-tokens of a corpus into a reusable file",
+        description="Read a corpus once and save its pre-token counts (format in docs/format.md); "
+        "`bpeforge train --from-counts FILE` then trains any vocabulary size without reading it again.",
+    )
+    cmd.add_argument("inputs", nargs="+", metavar="INPUT", help="UTF-8 text files, read as one corpus")
+    cmd.add_argument("-o", "--output", required=True, type=Path, help="output count file")
+    cmd.add_argument(
+        "--special-token",
+        action="append",
+        dest="special_tokens",
+        metavar="TOK",
+        help="a special token that separates documents (repeatable; default <|endoftext|>)",
+    )
+    cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    cmd.set_defaults(run=_run_count)
+
+
+def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.output.exists() and not args.force:
+        parser.error(f"{args.output} already exists; pass --force to replace it")
+    specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
+    started = time.perf_counter()
+    table = counts.count(args.inputs, specials, num_threads=args.threads, progress=not args.no_progress)
+    counts.save_counts(table, args.output, overwrite=args.force)
+    print(
+        f"wrote {args.output}: {len(table):,} unique pre-tokens from {table.bytes_counted / 2**20:,.1f} MiB "
+        f"in {time.perf_counter() - started:.2f} s"
+    )
     return 0

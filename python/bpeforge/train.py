@@ -42,6 +42,8 @@ def train_bpe(
     num_threads: int | None = None,
     progress: bool = False,
     chunk_size: int | None = None,
+    min_frequency: int | None = None,
+    max_token_length: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Train a byte-level BPE vocabulary with the exact CS336 semantics.
 
@@ -49,7 +51,9 @@ def train_bpe(
     ends a document). Returns `(vocab, merges)`: ids 0-255 are the single
     bytes, 256 + i is the i-th merge, and the special tokens come last.
     `num_threads` defaults to all cores; `chunk_size` (bytes per read) is a
-    tuning knob. Neither changes the result.
+    tuning knob. Neither changes the result. `min_frequency` (stop when the
+    best pair occurs fewer times) and `max_token_length` (bytes) are off by
+    default, which is the exact CS336 semantics.
     """
     result = train(
         input_path,
@@ -58,6 +62,8 @@ def train_bpe(
         num_threads=num_threads,
         progress=progress,
         chunk_size=chunk_size,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
     )
     return result.vocab, result.merges
 
@@ -70,25 +76,35 @@ def train(
     num_threads: int | None = None,
     progress: bool = False,
     chunk_size: int | None = None,
+    min_frequency: int | None = None,
+    max_token_length: int | None = None,
 ) -> TrainResult:
     """Like `train_bpe`, with the special tokens and run figures kept."""
-    paths = _normalize_paths(input_path)
-    specials = _normalize_specials(special_tokens)
-    _check_vocab_size(vocab_size, len(specials))
+    paths = normalize_paths(input_path)
+    specials = normalize_specials(special_tokens)
+    check_vocab_size(vocab_size, len(specials))
+    check_limits(min_frequency, max_token_length)
     if num_threads is not None:
-        _check_positive("num_threads", num_threads)
+        check_positive("num_threads", num_threads)
     if chunk_size is not None:
-        _check_positive("chunk_size", chunk_size)
+        check_positive("chunk_size", chunk_size)
     bars = ProgressBars() if progress else None
     try:
-        vocab_list, merges, stats = _core.train(paths, vocab_size, specials, num_threads, chunk_size, bars)
+        core = _core.train(
+            paths, vocab_size, specials, num_threads, chunk_size, bars, min_frequency or 0, max_token_length
+        )
     finally:
         if bars is not None:
             bars.close()
+    return result_from_core(core, specials)
+
+
+def result_from_core(core: tuple[list[bytes], list[tuple[bytes, bytes]], dict], specials: list[str]) -> TrainResult:
+    vocab_list, merges, stats = core
     return TrainResult(dict(enumerate(vocab_list)), merges, specials, TrainStats(**stats))
 
 
-def _normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:
+def normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:
     if isinstance(input_path, (str, os.PathLike)):
         return [os.fspath(input_path)]
     if isinstance(input_path, bytes):
@@ -99,7 +115,7 @@ def _normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:
     return paths
 
 
-def _normalize_specials(special_tokens: Iterable[str]) -> list[str]:
+def normalize_specials(special_tokens: Iterable[str]) -> list[str]:
     if isinstance(special_tokens, str):
         raise TypeError(f"special_tokens must be a list of strings, not the string {special_tokens!r}")
     specials = list(special_tokens)
@@ -109,7 +125,7 @@ def _normalize_specials(special_tokens: Iterable[str]) -> list[str]:
     return specials
 
 
-def _check_vocab_size(vocab_size: object, num_specials: int) -> None:
+def check_vocab_size(vocab_size: object, num_specials: int) -> None:
     minimum = 256 + num_specials
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
@@ -120,6 +136,13 @@ def _check_vocab_size(vocab_size: object, num_specials: int) -> None:
         )
 
 
-def _check_positive(name: str, value: object) -> None:
+def check_limits(min_frequency: object, max_token_length: object) -> None:
+    if min_frequency is not None:
+        check_positive("min_frequency", min_frequency)
+    if max_token_length is not None:
+        check_positive("max_token_length", max_token_length)
+
+
+def check_positive(name: str, value: object) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")

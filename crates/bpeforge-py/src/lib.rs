@@ -4,6 +4,7 @@
 //! call, and maps errors. Policy (defaults, argument checks a user reads) lives
 //! in `python/bpeforge`; algorithms live in `crates/bpeforge`.
 
+mod counts;
 mod detached;
 mod encoder;
 mod errors;
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 
 use bpeforge::pretokenize::Gpt2Splitter;
 use bpeforge::train::{TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::TrainResult;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -21,7 +23,11 @@ use observer::PyObserver;
 
 /// Train; returns `(vocab bytes by id, merges as (left, right), stats dict)`.
 #[pyfunction]
-#[pyo3(signature = (paths, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None))]
+#[pyo3(signature = (
+    paths, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None,
+    min_frequency=0, max_token_length=None,
+))]
+#[allow(clippy::too_many_arguments)]
 fn train<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
@@ -30,11 +36,23 @@ fn train<'py>(
     num_threads: Option<usize>,
     chunk_size: Option<usize>,
     progress: Option<Py<PyAny>>,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let options =
-        TrainOptions { vocab_size, special_tokens, num_threads, chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
+    let options = TrainOptions {
+        num_threads,
+        chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
+        min_frequency,
+        max_token_length,
+        ..TrainOptions::new(vocab_size, special_tokens)
+    };
     let observer = PyObserver::new(progress);
     let result = run_detached(py, &observer, || bpeforge::train(&paths, &options, &observer))?;
+    train_result_to_py(py, &result)
+}
+
+/// `(vocab bytes by id, merges, stats dict)` for Python.
+pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> PyResult<Bound<'py, PyTuple>> {
     let vocab = PyList::new(py, result.vocab.iter().map(|bytes| PyBytes::new(py, bytes)))?;
     let merges = PyList::new(py, result.merges.iter().map(|(l, r)| (PyBytes::new(py, l), PyBytes::new(py, r))))?;
     let stats = PyDict::new(py);
@@ -55,6 +73,7 @@ fn pretokenize(text: &str) -> Vec<&str> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
+    m.add_class::<counts::PyCounts>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use bpeforge::train::{TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::train::TrainOptions;
 
 fn main() -> Result<(), bpeforge::Error> {
     let args: Vec<String> = std::env::args().collect();
@@ -13,12 +13,7 @@ fn main() -> Result<(), bpeforge::Error> {
     }
     let vocab_size = args[2].parse().expect("VOCAB_SIZE must be an integer");
     let num_threads = args.get(3).map(|t| t.parse().expect("THREADS must be an integer"));
-    let options = TrainOptions {
-        vocab_size,
-        special_tokens: vec!["<|endoftext|>".to_string()],
-        num_threads,
-        chunk_size: DEFAULT_CHUNK_SIZE,
-    };
+    let options = TrainOptions { num_threads, ..TrainOptions::new(vocab_size, vec!["<|endoftext|>".to_string()]) };
     let result = bpeforge::train(&[PathBuf::from(&args[1])], &options, &bpeforge::Silent)?;
     println!("{:?}", result.stats);
     Ok(())

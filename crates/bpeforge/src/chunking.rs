@@ -26,6 +26,12 @@ pub struct Chunk {
     pub offset: u64,
 }
 
+impl AsRef<str> for Chunk {
+    fn as_ref(&self) -> &str {
+        &self.text
+    }
+}
+
 pub struct ChunkReader<'s, R> {
     reader: R,
     path: PathBuf,

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 
-use crate::chunking::{total_size, Chunk, CorpusChunks};
+use crate::chunking::{total_size, CorpusChunks};
 use crate::error::Error;
 use crate::pretokenize::Gpt2Splitter;
 use crate::progress::{Observer, Phase};
@@ -57,11 +57,23 @@ pub fn count_text<'a>(text: &'a str, specials: &SpecialSplitter, counts: &mut Co
     }
 }
 
-fn count_batch<'a>(batch: &'a [Chunk], specials: &SpecialSplitter) -> CountTable<&'a [u8]> {
-    batch
+/// Add the pre-tokens of `texts`, each a whole document (as if separated by a
+/// special token), counted in parallel on `pool`.
+pub fn add_texts<T: AsRef<str> + Sync>(
+    counts: &mut PretokenCounts,
+    texts: &[T],
+    specials: &SpecialSplitter,
+    pool: &rayon::ThreadPool,
+) {
+    let batch_counts = pool.install(|| count_batch(texts, specials));
+    counts.absorb(batch_counts);
+}
+
+fn count_batch<'a, T: AsRef<str> + Sync>(texts: &'a [T], specials: &SpecialSplitter) -> CountTable<&'a [u8]> {
+    texts
         .par_iter()
-        .fold(CountTable::default, |mut counts, chunk| {
-            count_text(&chunk.text, specials, &mut counts);
+        .fold(CountTable::default, |mut counts, text| {
+            count_text(text.as_ref(), specials, &mut counts);
             counts
         })
         .reduce(CountTable::default, CountTable::merge)

@@ -29,12 +29,29 @@ use crate::progress::{Observer, Phase};
 /// One learned merge: the bytes of its left and right tokens.
 pub type Merge = (Arc<[u8]>, Arc<[u8]>);
 
+/// Options users expect from other trainers, off by default (CS336 has neither).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergeLimits {
+    /// Stop once the best pair occurs fewer times than this.
+    pub min_frequency: u64,
+    /// Never merge into a token longer than this many bytes.
+    pub max_token_length: Option<usize>,
+}
+
 /// Learn up to `max_merges` merges from the pre-token table, in order.
-pub fn learn_merges(counts: PretokenCounts, max_merges: usize, observer: &dyn Observer) -> Result<Vec<Merge>, Error> {
-    let mut state = MergeState::new(counts);
+pub fn learn_merges(
+    counts: PretokenCounts,
+    max_merges: usize,
+    limits: MergeLimits,
+    observer: &dyn Observer,
+) -> Result<Vec<Merge>, Error> {
+    let mut state = MergeState::new(counts, limits.max_token_length);
     let mut merges = Vec::with_capacity(max_merges);
     while merges.len() < max_merges {
-        let Some(pair) = state.pop_best() else { break };
+        let Some((pair, count)) = state.pop_best() else { break };
+        if count < limits.min_frequency {
+            break;
+        }
         merges.push((state.symbols[pair.0 as usize].clone(), state.symbols[pair.1 as usize].clone()));
         state.apply(pair);
         if merges.len() % 64 == 0 {
@@ -61,10 +78,11 @@ struct MergeState {
     /// Symbol id -> bytes; ids 0..256 are the single bytes.
     symbols: Vec<Arc<[u8]>>,
     symbol_ids: FxHashMap<Arc<[u8]>, u32>,
+    max_token_length: usize,
 }
 
 impl MergeState {
-    fn new(counts: PretokenCounts) -> Self {
+    fn new(counts: PretokenCounts, max_token_length: Option<usize>) -> Self {
         // A one-byte pre-token holds no pair and can never change: leave it out.
         let mut words = WordStore::default();
         let mut word_counts = Vec::with_capacity(counts.len());
@@ -89,6 +107,7 @@ impl MergeState {
             queue: MergeQueue::new(),
             symbols,
             symbol_ids,
+            max_token_length: max_token_length.unwrap_or(usize::MAX),
         };
         state.count_initial_pairs();
         state
@@ -114,12 +133,17 @@ impl MergeState {
         Candidate::new(count, pair, self.symbols[pair.0 as usize].clone(), self.symbols[pair.1 as usize].clone())
     }
 
-    /// The pair to merge next, or `None` when no pair is left.
-    fn pop_best(&mut self) -> Option<Pair> {
+    /// The pair to merge next and its count, or `None` when no pair is left.
+    /// A pair that would make a token longer than the limit is dropped for
+    /// good: it holds only existing symbols, so its count can never grow again.
+    fn pop_best(&mut self) -> Option<(Pair, u64)> {
         while let Some(mut top) = self.queue.pop() {
+            if top.left().len() + top.right().len() > self.max_token_length {
+                continue;
+            }
             let live = self.pair_counts.get(&top.pair).copied().unwrap_or(0);
             if live == top.count as i64 {
-                return Some(top.pair);
+                return Some((top.pair, top.count));
             }
             if live > 0 {
                 top.count = live as u64;
@@ -201,7 +225,7 @@ mod tests {
     }
 
     fn learned(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String)> {
-        let merges = learn_merges(table(words), max_merges, &Silent).unwrap();
+        let merges = learn_merges(table(words), max_merges, MergeLimits::default(), &Silent).unwrap();
         merges
             .iter()
             .map(|(l, r)| (String::from_utf8(l.to_vec()).unwrap(), String::from_utf8(r.to_vec()).unwrap()))
@@ -228,6 +252,22 @@ mod tests {
         ];
         let expected: Vec<(String, String)> = expected.iter().map(|(l, r)| (l.to_string(), r.to_string())).collect();
         assert_eq!(merges, expected);
+    }
+
+    #[test]
+    fn limits_stop_early_or_skip_long_tokens() {
+        let words = [("low", 5), ("lower", 2), ("widest", 3), ("newest", 6)];
+        let limited = |limits| {
+            let merges = learn_merges(table(&words), 12, limits, &Silent).unwrap();
+            merges.iter().map(|(l, r)| [&**l, &**r].concat()).collect::<Vec<_>>()
+        };
+        // Counts of the CS336 example's merges: st 9, est 9, ow 7, low 7, west 6, ne 6, ...
+        let frequent = limited(MergeLimits { min_frequency: 7, max_token_length: None });
+        assert_eq!(frequent, [b"st".to_vec(), b"est".to_vec(), b"ow".to_vec(), b"low".to_vec()]);
+        // No token over 3 bytes: "west", "newest", "lowe", ... are never made.
+        let short = limited(MergeLimits { min_frequency: 0, max_token_length: Some(3) });
+        assert!(short.iter().all(|token| token.len() <= 3), "{short:?}");
+        assert!(short.contains(&b"est".to_vec()) && short.contains(&b"low".to_vec()));
     }
 
     #[test]

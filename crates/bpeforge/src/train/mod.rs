@@ -5,8 +5,12 @@
 //! 2. read, pre-tokenize and count the corpus (`count.rs`), in parallel;
 //! 3. learn merges over the distinct pre-tokens (`merge.rs`);
 //! 4. lay out the vocabulary: bytes 0..=255, one id per merge, then specials.
+//!
+//! Phase 2 alone is `count` (its table can be saved, see `counts_file.rs`, and
+//! added up across machines); phases 3-4 alone are `train_from_counts`.
 
 pub mod count;
+pub mod counts_file;
 pub mod merge;
 pub mod queue;
 pub mod table;
@@ -20,8 +24,12 @@ use crate::error::Error;
 use crate::progress::Observer;
 use crate::specials::SpecialSplitter;
 
+pub use counts_file::CountsFile;
 pub use merge::Merge;
 pub use table::PretokenCounts;
+
+/// The only pre-tokenizer so far; recorded in count files.
+pub const PATTERN: &str = "gpt2";
 
 /// Default read chunk: big enough that per-chunk overhead vanishes, small
 /// enough that a batch of `2 x threads` chunks stays a few tens of MB.
@@ -35,6 +43,24 @@ pub struct TrainOptions {
     pub num_threads: Option<usize>,
     /// Bytes per read chunk; the result never depends on it.
     pub chunk_size: usize,
+    /// Stop when the best pair occurs fewer times than this (0 or 1: never).
+    pub min_frequency: u64,
+    /// Never make a token longer than this many bytes (`None`: no limit).
+    pub max_token_length: Option<usize>,
+}
+
+impl TrainOptions {
+    /// The CS336 semantics: no frequency floor, no length limit.
+    pub fn new(vocab_size: usize, special_tokens: Vec<String>) -> Self {
+        Self {
+            vocab_size,
+            special_tokens,
+            num_threads: None,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            min_frequency: 0,
+            max_token_length: None,
+        }
+    }
 }
 
 /// What training learned, with figures for the summary.
@@ -57,25 +83,57 @@ pub struct TrainStats {
 
 /// Train on `paths`, one corpus in which each file ends a document.
 pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer) -> Result<TrainResult, Error> {
-    // 1. Arguments and threads.
+    merges_wanted(options.vocab_size, options.special_tokens.len())?;
+    let started = Instant::now();
+    let (counted, threads) = count(paths, &options.special_tokens, options.num_threads, options.chunk_size, observer)?;
+    let pretokenize_time = started.elapsed();
+    let mut result = train_from_counts(counted, options, observer)?;
+    result.stats.pretokenize_time = pretokenize_time;
+    result.stats.threads = threads;
+    Ok(result)
+}
+
+/// Phase 2 alone: the pre-token counts of `paths` and the number of threads used.
+pub fn count(
+    paths: &[PathBuf],
+    special_tokens: &[String],
+    num_threads: Option<usize>,
+    chunk_size: usize,
+    observer: &dyn Observer,
+) -> Result<(CountsFile, usize), Error> {
+    let specials = SpecialSplitter::new(special_tokens)?;
+    let pool = build_pool(num_threads)?;
+    let (counts, bytes_counted) = count::count_files(paths, &specials, chunk_size, &pool, observer)?;
+    let counted =
+        CountsFile { pattern: PATTERN.to_string(), special_tokens: special_tokens.to_vec(), bytes_counted, counts };
+    Ok((counted, pool.current_num_threads()))
+}
+
+/// Phases 3 and 4 from a count table. The special tokens of `options` must be
+/// the ones the table was counted with.
+pub fn train_from_counts(
+    counted: CountsFile,
+    options: &TrainOptions,
+    observer: &dyn Observer,
+) -> Result<TrainResult, Error> {
     let specials = SpecialSplitter::new(&options.special_tokens)?;
     let max_merges = merges_wanted(options.vocab_size, specials.tokens().len())?;
-    let pool = build_pool(options.num_threads)?;
-    let mut stats = TrainStats { threads: pool.current_num_threads(), ..TrainStats::default() };
-
-    // 2. Pre-tokenize and count.
+    if counted.special_tokens != options.special_tokens {
+        return Err(Error::InvalidArgument(format!(
+            "the counts were made with special tokens {:?}, not {:?}; train with the same special tokens",
+            counted.special_tokens, options.special_tokens
+        )));
+    }
+    let mut stats = TrainStats {
+        bytes_read: counted.bytes_counted,
+        unique_pretokens: counted.counts.len(),
+        ..TrainStats::default()
+    };
     let started = Instant::now();
-    let (counts, bytes_read) = count::count_files(paths, &specials, options.chunk_size, &pool, observer)?;
-    stats.bytes_read = bytes_read;
-    stats.unique_pretokens = counts.len();
-    stats.pretokenize_time = started.elapsed();
-
-    // 3. Merges.
-    let started = Instant::now();
-    let merges = merge::learn_merges(counts, max_merges, observer)?;
+    let limits =
+        merge::MergeLimits { min_frequency: options.min_frequency, max_token_length: options.max_token_length };
+    let merges = merge::learn_merges(counted.counts, max_merges, limits, observer)?;
     stats.merge_time = started.elapsed();
-
-    // 4. Vocabulary.
     let vocab = layout_vocab(&merges, specials.tokens());
     Ok(TrainResult { vocab, merges, stats })
 }
@@ -91,7 +149,7 @@ fn merges_wanted(vocab_size: usize, num_specials: usize) -> Result<usize, Error>
     })
 }
 
-fn build_pool(num_threads: Option<usize>) -> Result<rayon::ThreadPool, Error> {
+pub fn build_pool(num_threads: Option<usize>) -> Result<rayon::ThreadPool, Error> {
     if num_threads == Some(0) {
         return Err(Error::InvalidArgument("num_threads must be at least 1 (or None for all cores)".into()));
     }

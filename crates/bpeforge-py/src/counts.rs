@@ -1,0 +1,140 @@
+//! `bpeforge._core.Counts`: a pre-token count table from Python.
+//!
+//! Built from files (the core's parallel reader) or from documents handed in
+//! batches from Python (JSON Lines, Parquet, any iterator), saved to and loaded
+//! from count files, added together, and trained from at any vocabulary size.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::PathBuf;
+
+use bpeforge::specials::SpecialSplitter;
+use bpeforge::train::{self, count::add_texts, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::Error;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::detached::run_detached;
+use crate::errors::to_py_err;
+use crate::observer::PyObserver;
+use crate::train_result_to_py;
+
+#[pyclass(module = "bpeforge._core", name = "Counts")]
+pub struct PyCounts {
+    inner: CountsFile,
+}
+
+#[pymethods]
+impl PyCounts {
+    /// An empty table for documents counted with `special_tokens`.
+    #[new]
+    fn new(special_tokens: Vec<String>) -> PyResult<Self> {
+        SpecialSplitter::new(&special_tokens).map_err(to_py_err)?;
+        let inner = CountsFile { pattern: train::PATTERN.into(), special_tokens, ..CountsFile::default() };
+        Ok(Self { inner })
+    }
+
+    /// Count text files (each ends a document), in parallel.
+    #[staticmethod]
+    #[pyo3(signature = (paths, special_tokens, num_threads=None, chunk_size=None, progress=None))]
+    fn from_files(
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        special_tokens: Vec<String>,
+        num_threads: Option<usize>,
+        chunk_size: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let observer = PyObserver::new(progress);
+        let chunk_size = chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
+        let (inner, _) =
+            run_detached(py, &observer, || train::count(&paths, &special_tokens, num_threads, chunk_size, &observer))?;
+        Ok(Self { inner })
+    }
+
+    /// Add documents (each counted as if followed by a special token), in parallel.
+    #[pyo3(signature = (texts, num_threads=None))]
+    fn add_texts(&mut self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<()> {
+        let specials = SpecialSplitter::new(&self.inner.special_tokens).map_err(to_py_err)?;
+        let pool = train::build_pool(num_threads).map_err(to_py_err)?;
+        let inner = &mut self.inner;
+        py.detach(|| {
+            add_texts(&mut inner.counts, &texts, &specials, &pool);
+            inner.bytes_counted += texts.iter().map(|t| t.len() as u64).sum::<u64>();
+        });
+        Ok(())
+    }
+
+    /// Add another table counted the same way.
+    fn merge(&mut self, other: PyRef<'_, PyCounts>, what: &str) -> PyResult<()> {
+        self.inner.merge(other.inner.clone(), what).map_err(to_py_err)
+    }
+
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let inner = &self.inner;
+        py.detach(|| {
+            let file = File::create(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
+            inner.write_to(BufWriter::new(file)).map_err(|e| Error::Io { path: path.clone(), source: e })
+        })
+        .map_err(to_py_err)
+    }
+
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let inner = py
+            .detach(|| {
+                let file = File::open(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
+                CountsFile::read_from(BufReader::new(file), &path.display().to_string())
+            })
+            .map_err(to_py_err)?;
+        Ok(Self { inner })
+    }
+
+    /// Learn merges from (a copy of) the table: `(vocab, merges, stats)`.
+    #[pyo3(signature = (vocab_size, min_frequency=0, max_token_length=None, progress=None))]
+    fn train<'py>(
+        &self,
+        py: Python<'py>,
+        vocab_size: usize,
+        min_frequency: u64,
+        max_token_length: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let options = TrainOptions {
+            min_frequency,
+            max_token_length,
+            ..TrainOptions::new(vocab_size, self.inner.special_tokens.clone())
+        };
+        let observer = PyObserver::new(progress);
+        let counted = self.inner.clone();
+        let result = run_detached(py, &observer, || train::train_from_counts(counted, &options, &observer))?;
+        train_result_to_py(py, &result)
+    }
+
+    #[getter]
+    fn special_tokens(&self) -> Vec<String> {
+        self.inner.special_tokens.clone()
+    }
+
+    #[getter]
+    fn pattern(&self) -> &str {
+        &self.inner.pattern
+    }
+
+    #[getter]
+    fn bytes_counted(&self) -> u64 {
+        self.inner.bytes_counted
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.counts.len()
+    }
+
+    /// Every distinct pre-token with its count, sorted by bytes.
+    fn items(&self) -> Vec<(Vec<u8>, u64)> {
+        let mut out = Vec::with_capacity(self.inner.counts.len());
+        self.inner.counts.for_each(|bytes, n| out.push((bytes.to_vec(), n)));
+        out.sort_unstable();
+        out
+    }
+}

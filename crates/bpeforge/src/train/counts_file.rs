@@ -1,0 +1,187 @@
+//! The pre-token count file (`bpeforge count -o counts.bin`), format version 1.
+//!
+//! Little-endian, in order (see docs/format.md):
+//! - magic `b"BPEFCNT\0"`, format version `u32`;
+//! - pattern name: `u16` length + UTF-8;
+//! - special tokens: `u32` number, then each as `u32` length + UTF-8;
+//! - bytes counted `u64`, entries `u64`;
+//! - entries sorted by bytes: `u32` length + bytes + `u64` count;
+//! - end marker `b"END\0"`.
+//!
+//! Sorted entries make the file a function of the counts alone (byte-identical
+//! for any thread count); the entry count and end marker catch truncation.
+
+use std::io::{self, BufRead, Read, Write};
+
+use super::table::PretokenCounts;
+use crate::error::Error;
+
+const MAGIC: &[u8; 8] = b"BPEFCNT\0";
+const END: &[u8; 4] = b"END\0";
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A count table with what it was counted with.
+#[derive(Debug, Clone, Default)]
+pub struct CountsFile {
+    pub pattern: String,
+    pub special_tokens: Vec<String>,
+    pub bytes_counted: u64,
+    pub counts: PretokenCounts,
+}
+
+impl CountsFile {
+    pub fn write_to(&self, mut out: impl Write) -> io::Result<()> {
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+        write_str(&mut out, &self.pattern, 2)?;
+        out.write_all(&(self.special_tokens.len() as u32).to_le_bytes())?;
+        for token in &self.special_tokens {
+            write_str(&mut out, token, 4)?;
+        }
+        let mut entries: Vec<(Vec<u8>, u64)> = Vec::with_capacity(self.counts.len());
+        self.counts.for_each(|bytes, n| entries.push((bytes.to_vec(), n)));
+        entries.sort_unstable();
+        out.write_all(&self.bytes_counted.to_le_bytes())?;
+        out.write_all(&(entries.len() as u64).to_le_bytes())?;
+        for (bytes, n) in &entries {
+            out.write_all(&(bytes.len() as u32).to_le_bytes())?;
+            out.write_all(bytes)?;
+            out.write_all(&n.to_le_bytes())?;
+        }
+        out.write_all(END)?;
+        out.flush()
+    }
+
+    /// Read a count file; `what` names it in errors.
+    pub fn read_from(mut input: impl BufRead, what: &str) -> Result<Self, Error> {
+        let bad = |why: String| Error::InvalidArgument(format!("{what}: {why}"));
+        let io_err = |e: io::Error| match e.kind() {
+            io::ErrorKind::UnexpectedEof => bad("the file is truncated".into()),
+            _ => bad(e.to_string()),
+        };
+        let mut magic = [0u8; 8];
+        input.read_exact(&mut magic).map_err(io_err)?;
+        if &magic != MAGIC {
+            return Err(bad("not a bpeforge count file (written by `bpeforge count`)".into()));
+        }
+        let version = read_u32(&mut input).map_err(io_err)?;
+        if version != FORMAT_VERSION {
+            return Err(bad(format!(
+                "count file format version {version}; this bpeforge reads version {FORMAT_VERSION} (recount the corpus)"
+            )));
+        }
+        let pattern = read_str(&mut input, 2).map_err(io_err)?;
+        let num_specials = read_u32(&mut input).map_err(io_err)?;
+        let special_tokens =
+            (0..num_specials).map(|_| read_str(&mut input, 4)).collect::<io::Result<_>>().map_err(io_err)?;
+        let bytes_counted = read_u64(&mut input).map_err(io_err)?;
+        let entries = read_u64(&mut input).map_err(io_err)?;
+        let mut counts = PretokenCounts::default();
+        let mut bytes = Vec::new();
+        for _ in 0..entries {
+            let len = read_u32(&mut input).map_err(io_err)? as usize;
+            bytes.resize(len, 0);
+            input.read_exact(&mut bytes).map_err(io_err)?;
+            let n = read_u64(&mut input).map_err(io_err)?;
+            counts.insert(&bytes, n);
+        }
+        let mut end = [0u8; 4];
+        input.read_exact(&mut end).map_err(io_err)?;
+        if &end != END {
+            return Err(bad("corrupt: no end marker after the last entry".into()));
+        }
+        Ok(Self { pattern, special_tokens, bytes_counted, counts })
+    }
+
+    /// Add `other`'s counts; both must be counted the same way.
+    pub fn merge(&mut self, other: CountsFile, what: &str) -> Result<(), Error> {
+        if other.pattern != self.pattern || other.special_tokens != self.special_tokens {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: counted with pattern {:?} and special tokens {:?}, not {:?} and {:?}; \
+                 count files can only be added when both match",
+                other.pattern, other.special_tokens, self.pattern, self.special_tokens
+            )));
+        }
+        self.bytes_counted += other.bytes_counted;
+        other.counts.for_each(|bytes, n| self.counts.insert(bytes, n));
+        Ok(())
+    }
+}
+
+fn write_str(out: &mut impl Write, text: &str, width: usize) -> io::Result<()> {
+    out.write_all(&(text.len() as u64).to_le_bytes()[..width])?;
+    out.write_all(text.as_bytes())
+}
+
+fn read_str(input: &mut impl Read, width: usize) -> io::Result<String> {
+    let mut len = [0u8; 8];
+    input.read_exact(&mut len[..width])?;
+    let mut text = vec![0u8; u64::from_le_bytes(len) as usize];
+    input.read_exact(&mut text)?;
+    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+fn read_u32(input: &mut impl Read) -> io::Result<u32> {
+    let mut buf = [0u8; 4];
+    input.read_exact(&mut buf)?;
+    Ok(u32::from_le_bytes(buf))
+}
+
+fn read_u64(input: &mut impl Read) -> io::Result<u64> {
+    let mut buf = [0u8; 8];
+    input.read_exact(&mut buf)?;
+    Ok(u64::from_le_bytes(buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CountsFile {
+        let mut counts = PretokenCounts::default();
+        counts.insert(b" the", 5_000_000_000); // beyond u32
+        counts.insert(b"\xff\x00", 1);
+        counts.insert(b"a long pre-token of more than fifteen bytes", 2);
+        CountsFile { pattern: "gpt2".into(), special_tokens: vec!["<|e|>".into()], bytes_counted: 99, counts }
+    }
+
+    fn entries(file: &CountsFile) -> Vec<(Vec<u8>, u64)> {
+        let mut out = Vec::new();
+        file.counts.for_each(|b, n| out.push((b.to_vec(), n)));
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn round_trip_is_exact_and_deterministic() {
+        let mut written = Vec::new();
+        sample().write_to(&mut written).unwrap();
+        let read = CountsFile::read_from(written.as_slice(), "c.bin").unwrap();
+        assert_eq!(entries(&read), entries(&sample()));
+        assert_eq!((read.pattern.as_str(), read.bytes_counted), ("gpt2", 99));
+        let mut again = Vec::new();
+        read.write_to(&mut again).unwrap();
+        assert_eq!(again, written);
+    }
+
+    #[test]
+    fn truncation_and_other_versions_are_named() {
+        let mut written = Vec::new();
+        sample().write_to(&mut written).unwrap();
+        let err = CountsFile::read_from(&written[..written.len() - 6], "c.bin").unwrap_err();
+        assert_eq!(err.to_string(), "c.bin: the file is truncated");
+        written[8] = 7; // format version 7
+        let err = CountsFile::read_from(written.as_slice(), "c.bin").unwrap_err();
+        assert!(err.to_string().contains("format version 7; this bpeforge reads version 1"), "{err}");
+    }
+
+    #[test]
+    fn merge_adds_and_refuses_other_settings() {
+        let mut total = sample();
+        total.merge(sample(), "b.bin").unwrap();
+        assert_eq!(entries(&total)[0], (b" the".to_vec(), 10_000_000_000));
+        let mut other = sample();
+        other.special_tokens.clear();
+        assert!(total.merge(other, "x.bin").unwrap_err().to_string().contains("x.bin: counted with"));
+    }
+}

@@ -1,0 +1,105 @@
+"""Pre-token counts that outlive one training run.
+
+`count()` reads a corpus once; the table can be saved (`bpeforge count -o
+counts.bin`, format in docs/format.md), added to others counted elsewhere
+(`merge_counts`, the reduce step of distributed counting) and trained from at
+any vocabulary size (`train_from_counts`) without reading the corpus again.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from bpeforge import _core
+from bpeforge.progress import ProgressBars
+from bpeforge.train import (
+    PathLike,
+    TrainResult,
+    check_limits,
+    check_vocab_size,
+    normalize_paths,
+    normalize_specials,
+    result_from_core,
+)
+
+Counts = _core.Counts
+
+
+def count(
+    input_path: PathLike | Sequence[PathLike],
+    special_tokens: Iterable[str] = (),
+    *,
+    num_threads: int | None = None,
+    progress: bool = False,
+    chunk_size: int | None = None,
+) -> Counts:
+    """The pre-token counts of text files, read as one corpus (each file ends a document)."""
+    paths = normalize_paths(input_path)
+    specials = normalize_specials(special_tokens)
+    bars = ProgressBars() if progress else None
+    try:
+        return Counts.from_files(paths, specials, num_threads, chunk_size, bars)
+    finally:
+        if bars is not None:
+            bars.close()
+
+
+def save_counts(counts: Counts, path: PathLike, *, overwrite: bool = False) -> Path:
+    """Write `counts` to `path` atomically (a temporary file renamed into place)."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        counts.save(temp)
+        with open(temp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_counts(path: PathLike) -> Counts:
+    """Read a count file; a file of another format version is refused, naming its version."""
+    return Counts.load(os.fspath(path))
+
+
+def merge_counts(paths: Sequence[PathLike], output: PathLike | None = None, *, overwrite: bool = False) -> Counts:
+    """Add count files made with the same special tokens; optionally save the sum."""
+    if not paths:
+        raise ValueError("merge_counts needs at least one count file")
+    total = load_counts(paths[0])
+    for path in paths[1:]:
+        total.merge(load_counts(path), os.fspath(path))
+    if output is not None:
+        save_counts(total, output, overwrite=overwrite)
+    return total
+
+
+def train_from_counts(
+    counts: Counts | PathLike,
+    vocab_size: int,
+    *,
+    min_frequency: int | None = None,
+    max_token_length: int | None = None,
+    progress: bool = False,
+) -> TrainResult:
+    """Learn merges from a count table (or count file), with the special tokens it was counted with."""
+    table = counts if isinstance(counts, Counts) else load_counts(counts)
+    specials = table.special_tokens
+    check_vocab_size(vocab_size, len(specials))
+    check_limits(min_frequency, max_token_length)
+    bars = ProgressBars() if progress else None
+    try:
+        core = table.train(vocab_size, min_frequency or 0, max_token_length, bars)
+    finally:
+        if bars is not None:
+            bars.close()
+    return result_from_core(core, specials)
