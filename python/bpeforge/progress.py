@@ -26,7 +26,8 @@ class ProgressBars:
         if bar is None:
             for other in self._bars.values():
                 other.close()
-            bar = self._bars[phase] = tqdm(total=total, dynamic_ncols=True, **_PHASES[phase])
+            bar = self._bars[phase] = tqdm(total=total or None, dynamic_ncols=True, **_PHASES[phase])
+        total = total or None  # 0: unknown (compressed input)
         if bar.total != total:
             bar.total = total
         if self._postfix is not None:

@@ -11,11 +11,11 @@
 //! Where no cut exists (one huge piece), the reader reads on, doubling its
 //! target: memory is then bounded by the largest piece, not the file.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::input::{open_input, Compression};
 use crate::pretokenize::is_split_point;
 use crate::specials::SpecialSplitter;
 
@@ -105,26 +105,41 @@ impl<'s, R: Read> ChunkReader<'s, R> {
     }
 }
 
-/// Add up the sizes up front: this also names a missing file or a directory
+/// The corpus size for progress reports, or 0 when unknown (a compressed
+/// input's text size is known only once read). Checking every path up front
+/// also names a missing file, a directory or an unsupported compression
 /// before any work is done.
 pub fn total_size(paths: &[PathBuf]) -> Result<u64, Error> {
-    let mut total = 0;
+    let (mut total, mut unknown) = (0, false);
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         if meta.is_dir() {
             let err = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a text file");
             return Err(Error::io(path, err));
         }
-        total += meta.len();
+        match Compression::of(path) {
+            Compression::None => total += meta.len(),
+            Compression::Unsupported(_) => return open_input(path).map(|_| 0),
+            _ => unknown = true,
+        }
     }
-    Ok(total)
+    Ok(if unknown { 0 } else { total })
+}
+
+/// The total to report with `done` bytes: 0 (unknown) stays 0.
+pub fn progress_total(total: u64, done: u64) -> u64 {
+    if total == 0 {
+        0
+    } else {
+        total.max(done)
+    }
 }
 
 /// The chunks of all files in order; a file's end is a chunk's end.
 pub struct CorpusChunks<'p, 's> {
     paths: &'p [PathBuf],
     next_path: usize,
-    reader: Option<ChunkReader<'s, File>>,
+    reader: Option<ChunkReader<'s, Box<dyn Read + Send>>>,
     specials: &'s SpecialSplitter,
     chunk_size: usize,
 }
@@ -171,9 +186,8 @@ fn open_reader<'s>(
     path: &Path,
     specials: &'s SpecialSplitter,
     chunk_size: usize,
-) -> Result<ChunkReader<'s, File>, Error> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    Ok(ChunkReader::new(file, path, specials, chunk_size))
+) -> Result<ChunkReader<'s, Box<dyn Read + Send>>, Error> {
+    Ok(ChunkReader::new(open_input(path)?, path, specials, chunk_size))
 }
 
 /// The last safe cut in `buf`, if any (see the module docs).

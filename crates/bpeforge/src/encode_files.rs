@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use crate::chunking::{total_size, CorpusChunks};
+use crate::chunking::{progress_total, total_size, CorpusChunks};
 use crate::encode::Encoder;
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
@@ -42,7 +42,7 @@ pub fn encode_files<T: Send>(
         let (converted, next_batch) = pool.install(|| rayon::join(encode_batch, || chunks.next_batch(batch_bytes)));
         sink(converted)?;
         done += batch.iter().map(|chunk| chunk.text.len() as u64).sum::<u64>();
-        observer.progress(Phase::Encode, done, total_bytes.max(done))?;
+        observer.progress(Phase::Encode, done, progress_total(total_bytes, done))?;
         batch = next_batch?;
     }
     Ok(done)

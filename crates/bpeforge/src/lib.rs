@@ -16,6 +16,7 @@ pub mod chunking;
 pub mod encode;
 pub mod encode_files;
 pub mod error;
+pub mod input;
 pub mod packed;
 pub mod pretokenize;
 pub mod progress;

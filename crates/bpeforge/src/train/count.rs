@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 
-use crate::chunking::{total_size, CorpusChunks};
+use crate::chunking::{progress_total, total_size, CorpusChunks};
 use crate::error::Error;
 use crate::pretokenize::Gpt2Splitter;
 use crate::progress::{Observer, Phase};
@@ -40,7 +40,7 @@ pub fn count_files(
             pool.install(|| rayon::join(|| count_batch(&batch, specials), || chunks.next_batch(batch_bytes)));
         counts.absorb(batch_counts);
         done += batch.iter().map(|c| c.text.len() as u64).sum::<u64>();
-        observer.progress(Phase::Pretokenize, done, total_bytes.max(done))?;
+        observer.progress(Phase::Pretokenize, done, progress_total(total_bytes, done))?;
         batch = next_batch?;
     }
     Ok((counts, done))

@@ -1,0 +1,514 @@
+"""Export to and import from the formats other tools read: HF `tokenizer.json` and tiktoken ranks.
+
+GPT-2's `vocab.json` + `merges.txt` is `bpeforge.io` (`bpeforge.save`, `Tokenizer.load`).
+Every export refuses, with a ValueError that says why, a tokenizer the other
+tool would encode differently, rather than writing a file that gives other ids.
+Files are written atomically (a temporary sibling, then a rename), and an
+existing file is replaced only with `overwrite=True`.
+
+HF `tokenizer.json` (`save_hf`, `load_hf`)
+------------------------------------------
+Written as HF `tokenizers` itself writes a GPT-2 tokenizer:
+
+- `model`: `BPE` with `ignore_merges: false` (merges apply by rank even to a
+  pre-token that is a whole vocabulary entry, as in bpeforge), no dropout, no
+  unk token, no prefix or suffix. `vocab` maps each token's GPT-2
+  byte-to-unicode text to its id (bpeforge ids are carried over exactly, they
+  need not be `256 + rank`); `merges` is a list of `"left right"` strings in
+  rank order. `tokenizers` >= 0.20 writes `[left, right]` pairs instead, and
+  reads both; the string form is also read by older versions and is
+  unambiguous here, as byte-level token text never holds a space (a space
+  byte is `Ġ`).
+- `added_tokens`: the special tokens, `special: true`, `normalized: false`, no
+  strip or single-word rule. HF matches them leftmost-longest in the raw text
+  before pre-tokenization, as bpeforge does. Each is also in the model `vocab`
+  under its own text (as in HF's GPT-2 file): HF takes an added token's id from
+  the model vocabulary and would otherwise number it itself, ignoring the id in
+  the file.
+- `normalizer: null`, `pre_tokenizer: ByteLevel(add_prefix_space=false,
+  use_regex=true)` (its regex is GPT-2's), `post_processor: null` (no tokens
+  added around the text), `decoder: ByteLevel`.
+
+Not representable, so `save_hf` refuses: two ids with the same bytes (HF's vocab
+maps text to one id; see format.md), and a special token that is also an
+ordinary token whose byte-level text differs from its own (e.g. `"\\n"`, spelled
+`Ċ` in the vocab): one id cannot have both spellings.
+
+`load_hf` reads such files, and HF's own, including the `"left right"` and
+pair forms of merges and a `ByteLevel` post-processor (it changes only offsets).
+It refuses, naming the field, what would encode differently: a model other
+than BPE, a normalizer, a pre-tokenizer other than GPT-2's ByteLevel (until
+pattern presets land), another post-processor (it adds tokens),
+`ignore_merges`, dropout, subword prefixes or suffixes, byte fallback, added
+tokens with strip or single-word rules, or an added token whose id HF would not
+give it. Added tokens that are not `special` are loaded as special tokens too:
+both are matched in the text before pre-tokenization.
+
+tiktoken ranks (`save_tiktoken`, `load_tiktoken`)
+-------------------------------------------------
+One line per token, `base64(token bytes) rank`, in rank order, as
+`tiktoken.load.load_tiktoken_bpe` reads. The rank is the bpeforge id. Special
+tokens are not in the file (tiktoken keeps them apart): give them to
+`tiktoken.Encoding(..., special_tokens={token: id})`, and to
+`load_tiktoken(path, special_tokens=...)` to get them back.
+
+tiktoken has no merge list: it merges the adjacent pair whose concatenation has
+the lowest rank. That matches bpeforge's merges only when ranks follow merge
+order, so `save_tiktoken` requires: every ordinary token is one of the 256 bytes
+or the result of a merge, no two ids share bytes, merge results have
+increasing ids in merge order, and the merges recovered from the ranks (below)
+are exactly the tokenizer's. Training output (ids `256 + rank`) and GPT-2 pass.
+
+`load_tiktoken` recovers the merges as tiktoken's own loaders do: for each token
+of more than one byte, in rank order, BPE over its bytes using only tokens of
+lower rank must leave exactly two parts; they are its merge.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Union
+
+from bpeforge.io import decode_token, encode_token
+from bpeforge.tokenizer import Tokenizer
+
+PathLike = Union[str, "os.PathLike[str]"]
+Merges = list[tuple[bytes, bytes]]
+
+# The GPT-2 pre-tokenizer regex (the `pat_str` of tiktoken's `gpt2` encoding).
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+PATTERNS = {"gpt2": GPT2_PATTERN}
+
+_HF_PRE_TOKENIZER = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+_HF_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+# Model options, all off: each one on makes HF's BPE encode differently from bpeforge.
+_HF_MODEL_DEFAULTS = {
+    "dropout": None,
+    "continuing_subword_prefix": None,
+    "end_of_word_suffix": None,
+    "byte_fallback": False,
+    "ignore_merges": False,
+}
+
+
+# --------------------------------------------------------------------------
+# HF tokenizer.json
+# --------------------------------------------------------------------------
+
+
+def save_hf(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = False) -> Path:
+    """Write `tokenizer` as an HF `tokenizer.json` that encodes to the same ids.
+
+    Raises ValueError for a tokenizer HF cannot represent (see the module
+    docstring) and FileExistsError if `path` exists and `overwrite` is false.
+    """
+    text = json.dumps(hf_document(tokenizer), ensure_ascii=False, indent=2) + "\n"
+    return _write_file_atomically(Path(path), text, overwrite=overwrite)
+
+
+def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
+    """The `tokenizer.json` content for `tokenizer`, as a JSON-ready dict."""
+    specials = _special_ids(tokenizer)
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [_hf_added_token(token, token_id) for token, token_id in specials.items()],
+        "normalizer": None,
+        "pre_tokenizer": dict(_HF_PRE_TOKENIZER),
+        "post_processor": None,
+        "decoder": dict(_HF_DECODER),
+        "model": {
+            "type": "BPE",
+            "unk_token": None,
+            "fuse_unk": False,
+            **_HF_MODEL_DEFAULTS,
+            "vocab": _hf_vocab(tokenizer, specials),
+            "merges": [f"{encode_token(left)} {encode_token(right)}" for left, right in tokenizer.merges],
+        },
+    }
+
+
+def load_hf(path: PathLike) -> Tokenizer:
+    """Load an HF `tokenizer.json` of a byte-level BPE with GPT-2's pre-tokenizer.
+
+    Raises ValueError, naming the field, for a file whose tokenizer would
+    encode differently in bpeforge (see the module docstring).
+    """
+    path = Path(path)
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    where = f"{path}: "
+    _check_hf_pipeline(doc, where)
+    model = doc.get("model") or {}
+    _check_hf_model(model, where)
+    vocab_text = model.get("vocab")
+    if not isinstance(vocab_text, dict):
+        raise ValueError(f"{where}model.vocab is not a JSON object mapping token text to ids")
+    specials = _hf_specials(doc.get("added_tokens") or [], vocab_text, where)
+    vocab = _hf_vocab_bytes(vocab_text, specials, where)
+    merges = [_hf_merge(merge, rank, where) for rank, merge in enumerate(model.get("merges") or [])]
+    return Tokenizer(vocab, merges, list(specials))
+
+
+def _special_ids(tokenizer: Tokenizer) -> dict[str, int]:
+    ids = {}
+    for token in tokenizer.special_tokens:
+        token_id = tokenizer.token_to_id(token)
+        assert token_id is not None, "Tokenizer puts every special token in its vocab"
+        ids[token] = token_id
+    return ids
+
+
+def _hf_added_token(token: str, token_id: int) -> dict[str, Any]:
+    return {
+        "id": token_id,
+        "content": token,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": True,
+    }
+
+
+def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:
+    """Token text -> id, ids in order; a special token under its own text."""
+    vocab = tokenizer.vocab
+    _check_unique_bytes(vocab, "an HF tokenizer.json maps each token text to one id")
+    ordinary = _ordinary_tokens(tokenizer)
+    special_of = {token_id: token for token, token_id in specials.items()}
+    texts: dict[str, int] = {}
+    for token_id in sorted(vocab):
+        text = special_of.get(token_id)
+        if text is None:
+            text = encode_token(vocab[token_id])
+        elif vocab[token_id] in ordinary and encode_token(vocab[token_id]) != text:
+            raise ValueError(
+                f"special token {text!r} (id {token_id}) is also an ordinary token, spelled "
+                f"{encode_token(vocab[token_id])!r} in a byte-level vocab; a tokenizer.json cannot give one id two "
+                "spellings. Remove it from special_tokens (it is encoded as an ordinary token then)"
+            )
+        if text in texts:  # only a special token's own text can meet another token's byte-level text
+            raise ValueError(
+                f"special token {text!r} (id {token_id}) has the text of the byte-level token id {texts[text]}; "
+                "a tokenizer.json cannot tell them apart. Rename the special token"
+            )
+        texts[text] = token_id
+    return texts
+
+
+def _ordinary_tokens(tokenizer: Tokenizer) -> set[bytes]:
+    """The tokens BPE can produce: the 256 bytes and every merge result."""
+    return {bytes([b]) for b in range(256)} | {left + right for left, right in tokenizer.merges}
+
+
+def _check_unique_bytes(vocab: Mapping[int, bytes], reason: str) -> None:
+    first: dict[bytes, int] = {}
+    for token_id in sorted(vocab):
+        token = vocab[token_id]
+        if token in first:
+            raise ValueError(
+                f"ids {first[token]} and {token_id} are both {token!r} (two merges that spell the same bytes, "
+                f"see docs/format.md), but {reason}; this tokenizer cannot be exported in this format"
+            )
+        first[token] = token_id
+
+
+def _check_hf_pipeline(doc: Any, where: str) -> None:
+    """Refuse the pipeline stages (other than the model) that would change the ids."""
+    if not isinstance(doc, dict) or "model" not in doc:
+        raise ValueError(f"{where}not an HF tokenizer.json (no top-level 'model')")
+    if doc.get("normalizer") is not None:
+        raise ValueError(
+            f"{where}normalizer {_hf_kind(doc['normalizer'])} is not supported: bpeforge encodes the text as given"
+        )
+    pre = doc.get("pre_tokenizer")
+    if not (
+        isinstance(pre, dict)
+        and pre.get("type") == "ByteLevel"
+        and pre.get("add_prefix_space") is False
+        and pre.get("use_regex", True) is True
+    ):
+        raise ValueError(
+            f"{where}pre_tokenizer {_hf_kind(pre)} is not supported: bpeforge reads only GPT-2's "
+            "ByteLevel(add_prefix_space=false, use_regex=true) so far"
+        )
+    post = doc.get("post_processor")
+    if post is not None and _hf_kind(post) != "ByteLevel":
+        raise ValueError(
+            f"{where}post_processor {_hf_kind(post)} is not supported: it may add tokens around the text, "
+            "which bpeforge does not"
+        )
+
+
+def _check_hf_model(model: Any, where: str) -> None:
+    if not isinstance(model, dict) or model.get("type", "BPE") != "BPE" or "merges" not in model:
+        raise ValueError(f"{where}model {_hf_kind(model)} is not supported: bpeforge loads only BPE models")
+    for field, off in _HF_MODEL_DEFAULTS.items():
+        if model.get(field):  # None, "", false and 0 all mean off
+            raise ValueError(f"{where}model.{field} = {model[field]!r} is not supported: bpeforge needs {off!r}")
+
+
+def _hf_kind(component: Any) -> str:
+    return repr(component.get("type")) if isinstance(component, dict) else repr(component)
+
+
+def _hf_specials(added_tokens: list[Any], vocab_text: dict[str, int], where: str) -> dict[str, int]:
+    """Each added token's text -> the id HF gives it, checked against the file."""
+    groups = {bool(token.get("normalized", True)) for token in added_tokens if isinstance(token, dict)}
+    if len(groups) > 1:
+        raise ValueError(
+            f"{where}added_tokens mix normalized true and false; HF matches the two groups in separate passes, "
+            "bpeforge in one. Make them all one kind"
+        )
+    specials: dict[str, int] = {}
+    for number, token in enumerate(added_tokens):
+        content = _hf_added_content(token, number, where)
+        expected = _hf_added_id(content, vocab_text, specials)
+        if token.get("id") != expected:
+            raise ValueError(
+                f"{where}added token {content!r} has id {token.get('id')!r} but HF gives it {expected} "
+                "(the model vocab's id for that text, else the next free id); fix the id in the file"
+            )
+        specials[content] = expected
+    return specials
+
+
+def _hf_added_content(token: Any, number: int, where: str) -> str:
+    if not isinstance(token, dict) or not isinstance(token.get("content"), str) or not token["content"]:
+        raise ValueError(f"{where}added_tokens[{number}] has no non-empty 'content'")
+    for rule in ("single_word", "lstrip", "rstrip"):
+        if token.get(rule):
+            raise ValueError(
+                f"{where}added token {token['content']!r} has {rule}=true, which bpeforge's special tokens lack"
+            )
+    return token["content"]
+
+
+def _hf_added_id(content: str, vocab_text: dict[str, int], specials: dict[str, int]) -> int:
+    """HF's rule: the model's id for the text, else one past the largest id so far (at least the vocab size)."""
+    if content in vocab_text:
+        return vocab_text[content]
+    if content in specials:
+        return specials[content]
+    size = len(vocab_text)
+    largest = max(specials.values(), default=None)
+    return largest + 1 if largest is not None and largest >= size else size
+
+
+def _hf_vocab_bytes(vocab_text: dict[str, int], specials: dict[str, int], where: str) -> dict[int, bytes]:
+    """id -> bytes: special tokens as their UTF-8, other text through GPT-2's byte table."""
+    vocab: dict[int, bytes] = {}
+    for text, token_id in vocab_text.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+            raise ValueError(f"{where}token {text!r} has id {token_id!r}; ids must be non-negative integers")
+        if token_id in vocab:
+            raise ValueError(f"{where}id {token_id} is given to two tokens in model.vocab")
+        vocab[token_id] = text.encode("utf-8") if text in specials else decode_token(text, where=where)
+    for content, token_id in specials.items():
+        vocab.setdefault(token_id, content.encode("utf-8"))
+    _check_unique_bytes(vocab, "bpeforge finds a special token by its bytes and would not give it HF's id")
+    return vocab
+
+
+def _hf_merge(merge: Any, rank: int, where: str) -> tuple[bytes, bytes]:
+    parts = merge.split(" ") if isinstance(merge, str) else merge
+    if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
+        raise ValueError(f"{where}merge {rank} is {merge!r}; expected 'left right' or [left, right]")
+    return decode_token(parts[0], where=where), decode_token(parts[1], where=where)
+
+
+# --------------------------------------------------------------------------
+# tiktoken ranks
+# --------------------------------------------------------------------------
+
+
+def save_tiktoken(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = False) -> Path:
+    """Write the ordinary tokens of `tokenizer` as a tiktoken ranks file (rank = id).
+
+    Special tokens are not written (tiktoken keeps them apart; pass
+    `special_tokens={token: tokenizer.token_to_id(token)}` to
+    `tiktoken.Encoding`). Raises ValueError when tiktoken, which merges by the
+    rank of the merged token, would encode differently (see the module docstring).
+    """
+    ranks = tiktoken_ranks(tokenizer)
+    lines = [f"{base64.b64encode(token).decode('ascii')} {rank}\n" for token, rank in ranks.items()]
+    return _write_file_atomically(Path(path), "".join(lines), overwrite=overwrite)
+
+
+def tiktoken_ranks(tokenizer: Tokenizer) -> dict[bytes, int]:
+    """The `mergeable_ranks` of a tiktoken encoding with the ids of `tokenizer`, in rank order.
+
+    Raises ValueError if tiktoken would encode differently with them.
+    """
+    ordinary = _ordinary_tokens(tokenizer)
+    specials = set(_special_ids(tokenizer).values())
+    vocab = {i: token for i, token in tokenizer.vocab.items() if i not in specials or token in ordinary}
+    _check_unique_bytes(vocab, "tiktoken has one rank per token")
+    for token_id in sorted(vocab):
+        if vocab[token_id] not in ordinary:
+            raise ValueError(
+                f"token {vocab[token_id]!r} (id {token_id}) is neither a byte nor made by a merge, so bpeforge never "
+                "produces it, but tiktoken would; drop it from the vocab or make it a special token"
+            )
+    ranks = {vocab[i]: i for i in sorted(vocab)}
+    _check_merge_order(tokenizer.merges, ranks)
+    _check_recovered_merges(tokenizer.merges, merges_from_ranks(ranks))
+    return ranks
+
+
+def _check_merge_order(merges: Merges, ranks: dict[bytes, int]) -> None:
+    previous = -1
+    for rank, (left, right) in enumerate(merges):
+        token_id = ranks[left + right]
+        if token_id <= previous:
+            raise ValueError(
+                f"merge {rank} ({left!r} + {right!r}) makes id {token_id}, not above the id {previous} of the "
+                "merge before it; tiktoken applies merges in the order of their ids, so renumber the merge results "
+                "in merge order (as training does: 256 + rank)"
+            )
+        previous = token_id
+
+
+def _check_recovered_merges(merges: Merges, recovered: Merges) -> None:
+    for rank, (ours, theirs) in enumerate(zip(merges, recovered)):
+        if ours != theirs:
+            raise ValueError(
+                f"merge {rank} is {ours[0]!r} + {ours[1]!r}, but tiktoken, which merges by the rank of the merged "
+                f"token, would build {ours[0] + ours[1]!r} from {theirs[0]!r} + {theirs[1]!r}; this tokenizer cannot "
+                "be exported as tiktoken ranks"
+            )
+
+
+def load_tiktoken(
+    path: PathLike,
+    pattern: str = "gpt2",
+    special_tokens: Iterable[str] | Mapping[str, int] | None = None,
+) -> Tokenizer:
+    """Load a tiktoken ranks file: ids are the ranks, merges are recovered from them.
+
+    A ranks file holds no special tokens: pass them as a list (appended after
+    the largest rank, in order) or as `{token: id}` (tiktoken's
+    `special_tokens`, e.g. `{"<|endoftext|>": 50256}`). `pattern` must be
+    "gpt2" until pattern presets land.
+    """
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern {pattern!r} is not supported yet; use one of {sorted(PATTERNS)}")
+    ranks = read_tiktoken_ranks(path)
+    vocab = {rank: token for token, rank in ranks.items()}
+    names = _place_specials(vocab, special_tokens, path)
+    try:
+        merges = merges_from_ranks(ranks)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    return Tokenizer(vocab, merges, names)
+
+
+def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
+    """`{token bytes: rank}` from a `.tiktoken` file, in rank order, with line numbers in errors."""
+    ranks: dict[bytes, int] = {}
+    seen_ranks: dict[int, int] = {}
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            token, rank = _parse_rank_line(line, f"{path}:{number}: ")
+            if token in ranks or rank in seen_ranks:
+                what = f"token {token!r}" if token in ranks else f"rank {rank}"
+                raise ValueError(f"{path}:{number}: {what} was already given on an earlier line")
+            ranks[token] = rank
+            seen_ranks[rank] = number
+    return dict(sorted(ranks.items(), key=lambda item: item[1]))
+
+
+def _parse_rank_line(line: bytes, where: str) -> tuple[bytes, int]:
+    fields = line.split()
+    try:
+        if len(fields) != 2:
+            raise ValueError
+        token, rank = base64.b64decode(fields[0], validate=True), int(fields[1])
+    except (ValueError, binascii.Error):
+        raise ValueError(f"{where}expected 'base64 rank', got {line.decode('utf-8', 'replace').strip()!r}") from None
+    if rank < 0 or not token:
+        raise ValueError(f"{where}expected a non-empty token and a rank >= 0, got {token!r} {rank}")
+    return token, rank
+
+
+def _place_specials(
+    vocab: dict[int, bytes], special_tokens: Iterable[str] | Mapping[str, int] | None, path: PathLike
+) -> list[str]:
+    """Put special tokens given with ids into `vocab`; the names in order (the rest are appended later)."""
+    if not isinstance(special_tokens, Mapping):
+        return list(special_tokens or [])
+    for token, token_id in special_tokens.items():
+        if token_id in vocab and vocab[token_id] != token.encode("utf-8"):
+            raise ValueError(
+                f"special token {token!r} has id {token_id}, which {path} already gives to {vocab[token_id]!r}"
+            )
+        vocab[token_id] = token.encode("utf-8")
+    return list(special_tokens)
+
+
+def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
+    """The merges that tiktoken's ranks imply, in rank order.
+
+    For each token of more than one byte, by rank, BPE over its bytes with only
+    lower-ranked tokens must stop at exactly two parts: they are its merge.
+    """
+    merges: Merges = []
+    for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
+        if len(token) == 1:
+            continue
+        parts = _bpe_by_rank(ranks, token, rank)
+        if len(parts) != 2:
+            raise ValueError(
+                f"token {token!r} (rank {rank}) is not a merge of two lower-ranked tokens: BPE with the lower ranks "
+                f"leaves {parts!r}"
+            )
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def _bpe_by_rank(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
+    """tiktoken's BPE: merge the adjacent pair whose concatenation has the lowest rank below `max_rank`."""
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 1:
+        best_rank, best = max_rank, -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1], max_rank)
+            if rank < best_rank:
+                best_rank, best = rank, i
+        if best < 0:
+            break
+        parts[best : best + 2] = [parts[best] + parts[best + 1]]
+    return parts
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+
+
+def _write_file_atomically(path: Path, text: str, *, overwrite: bool) -> Path:
+    """Write `text` to a temporary sibling, fsync it, then rename it to `path`: all or nothing."""
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+    return path
