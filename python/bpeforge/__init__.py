@@ -11,7 +11,7 @@ from bpeforge._core import pretokenize
 from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
 from bpeforge.io import load, save
 from bpeforge.tokenizer import Tokenizer
-from bpeforge.train import TrainResult, TrainStats, train, train_bpe
+from bpeforge.train import TrainResult, TrainStats, train, train_bpe, train_from_iterator
 
 try:
     __version__ = version("bpeforge")
@@ -34,4 +34,5 @@ __all__ = [
     "train",
     "train_bpe",
     "train_from_counts",
+    "train_from_iterator",
 ]

@@ -52,7 +52,9 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
         description="Train a byte-level BPE tokenizer (CS336 semantics, GPT-2 pre-tokenizer). Writes "
         "DIR/vocab.json, DIR/merges.txt and DIR/bpeforge.json atomically.",
     )
-    train_cmd.add_argument("inputs", nargs="*", metavar="INPUT", help="UTF-8 text files, read as one corpus")
+    train_cmd.add_argument(
+        "inputs", nargs="*", metavar="INPUT", help="files or directories: text (.gz/.xz/.zst too), .jsonl, .parquet"
+    )
     train_cmd.add_argument("--demo", action="store_true", help="train on the Python standard library's source files")
     train_cmd.add_argument("--from-counts", type=Path, metavar="COUNTS", help="train from a `bpeforge count` file")
     train_cmd.add_argument(
@@ -71,7 +73,27 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     train_cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     train_cmd.add_argument("--force", action="store_true", help="replace the output directory if it exists")
     train_cmd.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    _add_input_options(train_cmd)
     train_cmd.set_defaults(run=_run_train)
+
+
+def _add_input_options(cmd: argparse.ArgumentParser) -> None:
+    """Where documents come from: the same options for `train` and `count`."""
+    cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
+    cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
+    cmd.add_argument("--text-column", default="text", help="Parquet: the column holding each document (text)")
+    cmd.add_argument(
+        "--skip-bad-records", action="store_true", help="JSON Lines: skip (and count) records that are not usable"
+    )
+
+
+def _input_kwargs(args: argparse.Namespace) -> dict:
+    return {
+        "glob": args.glob,
+        "text_field": args.text_field,
+        "text_column": args.text_column,
+        "skip_bad_records": args.skip_bad_records,
+    }
 
 
 def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -93,6 +115,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             progress=not args.no_progress,
             min_frequency=args.min_frequency,
             max_token_length=args.max_token_length,
+            **_input_kwargs(args),
         )
         files = len(inputs)
     write_started = time.perf_counter()
@@ -193,7 +216,9 @@ def _add_count(commands: argparse._SubParsersAction) -> None:
         description="Read a corpus once and save its pre-token counts (format in docs/format.md); "
         "`bpeforge train --from-counts FILE` then trains any vocabulary size without reading it again.",
     )
-    cmd.add_argument("inputs", nargs="+", metavar="INPUT", help="UTF-8 text files, read as one corpus")
+    cmd.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="files or directories: text (.gz/.xz/.zst too), .jsonl, .parquet"
+    )
     cmd.add_argument("-o", "--output", required=True, type=Path, help="output count file")
     cmd.add_argument(
         "--special-token",
@@ -205,6 +230,7 @@ def _add_count(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    _add_input_options(cmd)
     cmd.set_defaults(run=_run_count)
 
 
@@ -213,7 +239,9 @@ def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         parser.error(f"{args.output} already exists; pass --force to replace it")
     specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
     started = time.perf_counter()
-    table = counts.count(args.inputs, specials, num_threads=args.threads, progress=not args.no_progress)
+    table = counts.count(
+        args.inputs, specials, num_threads=args.threads, progress=not args.no_progress, **_input_kwargs(args)
+    )
     counts.save_counts(table, args.output, overwrite=args.force)
     print(
         f"wrote {args.output}: {len(table):,} unique pre-tokens from {table.bytes_counted / 2**20:,.1f} MiB "

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from bpeforge import _core
+from bpeforge.inputs import RecordOptions, count_inputs, expand
 from bpeforge.progress import ProgressBars
 from bpeforge.train import (
     PathLike,
@@ -34,14 +35,18 @@ def count(
     *,
     num_threads: int | None = None,
     progress: bool = False,
-    chunk_size: int | None = None,
+    glob: str | None = None,
+    text_field: str = "text",
+    text_column: str = "text",
+    skip_bad_records: bool = False,
 ) -> Counts:
-    """The pre-token counts of text files, read as one corpus (each file ends a document)."""
-    paths = normalize_paths(input_path)
+    """The pre-token counts of a corpus: the inputs `bpeforge.train` takes (each file ends a document)."""
+    files = expand(normalize_paths(input_path), glob)
     specials = normalize_specials(special_tokens)
+    records = RecordOptions(text_field, text_column, skip_bad_records)
     bars = ProgressBars() if progress else None
     try:
-        return Counts.from_files(paths, specials, num_threads, chunk_size, bars)
+        return count_inputs(files, specials, records, num_threads=num_threads, progress=bars)
     finally:
         if bars is not None:
             bars.close()

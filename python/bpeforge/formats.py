@@ -50,7 +50,11 @@ One line per token, `base64(token bytes) rank`, in rank order, as
 `tiktoken.load.load_tiktoken_bpe` reads. The rank is the bpeforge id. Special
 tokens are not in the file (tiktoken keeps them apart): give them to
 `tiktoken.Encoding(..., special_tokens={token: id})`, and to
-`load_tiktoken(path, special_tokens=...)` to get them back.
+`load_tiktoken(path, special_tokens=...)` to get them back; `tiktoken_special_tokens`
+gives the dict, and refuses a special token that is a prefix of another:
+tiktoken does not match special tokens longest first (it tries them in
+hash-map order). Note that `tiktoken.load.load_tiktoken_bpe` caches files by path:
+set `TIKTOKEN_CACHE_DIR=""` when a file is rewritten in place.
 
 tiktoken has no merge list: it merges the adjacent pair whose concatenation has
 the lowest rank. That matches bpeforge's merges only when ranks follow merge
@@ -70,7 +74,7 @@ import base64
 import binascii
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Union
@@ -124,11 +128,15 @@ def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
         "pre_tokenizer": dict(_HF_PRE_TOKENIZER),
         "post_processor": None,
         "decoder": dict(_HF_DECODER),
-        "model": {
+        "model": {  # the fields and their order as HF writes them
             "type": "BPE",
+            "dropout": None,
             "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
             "fuse_unk": False,
-            **_HF_MODEL_DEFAULTS,
+            "byte_fallback": False,
+            "ignore_merges": False,
             "vocab": _hf_vocab(tokenizer, specials),
             "merges": [f"{encode_token(left)} {encode_token(right)}" for left, right in tokenizer.merges],
         },
@@ -145,9 +153,11 @@ def load_hf(path: PathLike) -> Tokenizer:
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     where = f"{path}: "
-    _check_hf_pipeline(doc, where)
-    model = doc.get("model") or {}
+    if not isinstance(doc, dict) or "model" not in doc:
+        raise ValueError(f"{where}not an HF tokenizer.json (no top-level 'model')")
+    model = doc["model"]
     _check_hf_model(model, where)
+    _check_hf_pipeline(doc, where)
     vocab_text = model.get("vocab")
     if not isinstance(vocab_text, dict):
         raise ValueError(f"{where}model.vocab is not a JSON object mapping token text to ids")
@@ -197,8 +207,8 @@ def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:
             )
         if text in texts:  # only a special token's own text can meet another token's byte-level text
             raise ValueError(
-                f"special token {text!r} (id {token_id}) has the text of the byte-level token id {texts[text]}; "
-                "a tokenizer.json cannot tell them apart. Rename the special token"
+                f"ids {texts[text]} and {token_id} would both be {text!r} in tokenizer.json (a special token is "
+                "written as its own text, other tokens in GPT-2's byte-level spelling); rename the special token"
             )
         texts[text] = token_id
     return texts
@@ -221,10 +231,8 @@ def _check_unique_bytes(vocab: Mapping[int, bytes], reason: str) -> None:
         first[token] = token_id
 
 
-def _check_hf_pipeline(doc: Any, where: str) -> None:
+def _check_hf_pipeline(doc: dict[str, Any], where: str) -> None:
     """Refuse the pipeline stages (other than the model) that would change the ids."""
-    if not isinstance(doc, dict) or "model" not in doc:
-        raise ValueError(f"{where}not an HF tokenizer.json (no top-level 'model')")
     if doc.get("normalizer") is not None:
         raise ValueError(
             f"{where}normalizer {_hf_kind(doc['normalizer'])} is not supported: bpeforge encodes the text as given"
@@ -241,7 +249,7 @@ def _check_hf_pipeline(doc: Any, where: str) -> None:
             "ByteLevel(add_prefix_space=false, use_regex=true) so far"
         )
     post = doc.get("post_processor")
-    if post is not None and _hf_kind(post) != "ByteLevel":
+    if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
         raise ValueError(
             f"{where}post_processor {_hf_kind(post)} is not supported: it may add tokens around the text, "
             "which bpeforge does not"
@@ -362,6 +370,24 @@ def tiktoken_ranks(tokenizer: Tokenizer) -> dict[bytes, int]:
     _check_merge_order(tokenizer.merges, ranks)
     _check_recovered_merges(tokenizer.merges, merges_from_ranks(ranks))
     return ranks
+
+
+def tiktoken_special_tokens(tokenizer: Tokenizer) -> dict[str, int]:
+    """The `special_tokens` argument of `tiktoken.Encoding` for `tokenizer`.
+
+    Raises ValueError when one special token is a prefix of another: tiktoken
+    then matches whichever its hash map lists first, not the longest as
+    bpeforge and HF do, so some texts would get other ids.
+    """
+    specials = _special_ids(tokenizer)
+    for short in specials:
+        for long in specials:
+            if short != long and long.startswith(short):
+                raise ValueError(
+                    f"special token {short!r} is a prefix of {long!r}; tiktoken does not match special tokens longest "
+                    f"first, so it may encode {long!r} as {short!r} and text. Pass tiktoken only one of them"
+                )
+    return specials
 
 
 def _check_merge_order(merges: Merges, ranks: dict[bytes, int]) -> None:
@@ -501,7 +527,10 @@ def _write_file_atomically(path: Path, text: str, *, overwrite: bool) -> Path:
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    staging = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
+    # os.open with mode 0o666, not tempfile.mkstemp: the file gets the usual
+    # umask permissions instead of mkstemp's private 0o600.
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -509,6 +538,6 @@ def _write_file_atomically(path: Path, text: str, *, overwrite: bool) -> Path:
             os.fsync(f.fileno())
         os.replace(staging, path)
     except BaseException:
-        Path(staging).unlink(missing_ok=True)
+        staging.unlink(missing_ok=True)
         raise
     return path

@@ -47,6 +47,8 @@ def print_train_summary(
         f"  total           {total_seconds:.2f} s, peak memory {peak_memory_mib():,.0f} MiB",
         "  longest tokens  " + ", ".join(show_token(t) for t in longest_tokens(result)),
     ]
+    if stats.skipped_records:
+        lines.append(f"  skipped         {len(stats.skipped_records):,} bad records, first: {stats.skipped_records[0]}")
     if len(result.vocab) < 256 + len(result.special_tokens) + len(result.merges) or not result.merges:
         lines.append("  note: the corpus ran out of pairs before reaching the requested vocabulary size")
     print("\n".join(lines))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from bpeforge import _core
+from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
 from bpeforge.progress import ProgressBars
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -22,6 +23,7 @@ class TrainStats:
     pretokenize_seconds: float
     merge_seconds: float
     threads: int
+    skipped_records: list[str] = field(default_factory=list)  # with skip_bad_records: "file:line: why"
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,19 @@ def train(
     chunk_size: int | None = None,
     min_frequency: int | None = None,
     max_token_length: int | None = None,
+    glob: str | None = None,
+    text_field: str = "text",
+    text_column: str = "text",
+    skip_bad_records: bool = False,
 ) -> TrainResult:
-    """Like `train_bpe`, with the special tokens and run figures kept."""
-    paths = normalize_paths(input_path)
+    """Like `train_bpe`, with the special tokens and run figures kept.
+
+    Inputs may also be directories (searched recursively, `glob` filters
+    names), `.gz`/`.xz`/`.zst` text, JSON Lines (`text_field` of each record)
+    and Parquet (`text_column` of each row); each record is a document. See
+    `bpeforge.inputs`.
+    """
+    files = expand(normalize_paths(input_path), glob)
     specials = normalize_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
@@ -88,11 +100,47 @@ def train(
         check_positive("num_threads", num_threads)
     if chunk_size is not None:
         check_positive("chunk_size", chunk_size)
+    paths = [os.fspath(p) for p in files]
+    bars = ProgressBars() if progress else None
+    records = RecordOptions(text_field, text_column, skip_bad_records)
+    try:
+        if all(kind(p) == "text" for p in files):
+            core = _core.train(
+                paths, vocab_size, specials, num_threads, chunk_size, bars, min_frequency or 0, max_token_length
+            )
+        else:
+            counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars)
+            core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
+    finally:
+        if bars is not None:
+            bars.close()
+    result = result_from_core(core, specials)
+    return replace(result, stats=replace(result.stats, skipped_records=records.skipped))
+
+
+def train_from_iterator(
+    iterator: Iterable[str],
+    vocab_size: int,
+    special_tokens: Iterable[str] = (),
+    *,
+    num_threads: int | None = None,
+    progress: bool = False,
+    min_frequency: int | None = None,
+    max_token_length: int | None = None,
+) -> TrainResult:
+    """Train on documents from any iterator of strings (each string is a document).
+
+    Strings are counted in batches, in parallel, with the GIL released, so the
+    iterator can be a generator over a data loader of any size.
+    """
+    specials = normalize_specials(special_tokens)
+    check_vocab_size(vocab_size, len(specials))
+    check_limits(min_frequency, max_token_length)
+    counts = _core.Counts(specials)
+    add_documents(counts, iterator, num_threads)
     bars = ProgressBars() if progress else None
     try:
-        core = _core.train(
-            paths, vocab_size, specials, num_threads, chunk_size, bars, min_frequency or 0, max_token_length
-        )
+        core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
     finally:
         if bars is not None:
             bars.close()

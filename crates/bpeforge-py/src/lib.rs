@@ -9,6 +9,7 @@ mod detached;
 mod encoder;
 mod errors;
 mod observer;
+mod reader;
 
 use std::path::PathBuf;
 
@@ -74,6 +75,7 @@ fn pretokenize(text: &str) -> Vec<&str> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
     m.add_class::<counts::PyCounts>()?;
+    m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;

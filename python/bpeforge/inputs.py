@@ -1,0 +1,175 @@
+"""Training inputs in the shapes corpora come in.
+
+- text files, plain or `.gz`/`.xz`/`.zst` (read by the Rust core, in parallel);
+- directories, searched recursively (`glob` filters file names, default all);
+- JSON Lines (`.jsonl`/`.ndjson`, compressed too): each record's `text_field`
+  is a document;
+- Parquet (`.parquet`, via pyarrow): each row's `text_column` is a document;
+- any iterator of strings (`train_from_iterator`): each string is a document.
+
+Every input ends in one count table, so the merges are those of the same
+documents in one plain file separated by a special token. Records are handed
+to the core in batches of about `BATCH_CHARS`, counted in parallel with the
+GIL released.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bpeforge import _core
+
+BATCH_CHARS = 16 << 20
+READ_BYTES = 1 << 20
+COMPRESSIONS = (".gz", ".gzip", ".xz", ".zst", ".zstd")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+SUPPORTED = "text files (plain, .gz, .xz, .zst), JSON Lines (.jsonl, .ndjson, also compressed), Parquet (.parquet)"
+
+
+@dataclass
+class RecordOptions:
+    """How documents are found in record files."""
+
+    text_field: str = "text"
+    text_column: str = "text"
+    skip_bad_records: bool = False
+    skipped: list[str] = field(default_factory=list)  # "file:line: why" of each record skipped
+
+
+def expand(paths: Sequence[str | os.PathLike[str]], glob: str | None = None) -> list[Path]:
+    """Files of `paths`, directories searched recursively in sorted order (hidden files left out)."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(p for p in path.rglob(glob or "*") if p.is_file() and not _hidden(p, path))
+            if not found:
+                raise FileNotFoundError(f"{path}: no files{f' matching {glob!r}' if glob else ''} in this directory")
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def kind(path: Path) -> str:
+    """ "text", "jsonl" or "parquet", by name (compression suffixes looked through)."""
+    name = path.name.lower()
+    for suffix in COMPRESSIONS:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    if name.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        if name != path.name.lower():
+            raise ValueError(f"{path}: a compressed Parquet file; Parquet compresses inside the file, use it as is")
+        return "parquet"
+    return "text"
+
+
+def count_inputs(
+    files: Sequence[Path],
+    special_tokens: list[str],
+    options: RecordOptions,
+    *,
+    num_threads: int | None,
+    progress: Callable[[str, int, int], object] | None,
+) -> _core.Counts:
+    """One count table for all `files`: text files in the core, records in batches."""
+    text_files = [os.fspath(p) for p in files if kind(p) == "text"]
+    counts = (
+        _core.Counts.from_files(text_files, special_tokens, num_threads, None, progress)
+        if text_files
+        else _core.Counts(special_tokens)
+    )
+    for path in files:
+        if kind(path) == "jsonl":
+            add_documents(counts, jsonl_texts(path, options), num_threads)
+        elif kind(path) == "parquet":
+            add_documents(counts, parquet_texts(path, options.text_column), num_threads)
+    return counts
+
+
+def add_documents(counts: _core.Counts, documents: Iterable[str], num_threads: int | None) -> None:
+    """Count `documents` in batches of about `BATCH_CHARS`."""
+    for batch in batched_texts(documents, BATCH_CHARS):
+        counts.add_texts(batch, num_threads)
+
+
+def batched_texts(documents: Iterable[str], max_chars: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    chars = 0
+    for document in documents:
+        if not isinstance(document, str):
+            raise TypeError(f"documents must be str, got {type(document).__name__}")
+        batch.append(document)
+        chars += len(document)
+        if chars >= max_chars:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def jsonl_texts(path: Path, options: RecordOptions) -> Iterator[str]:
+    """The `text_field` of each record; a bad record names its file and line."""
+    for number, line in enumerate(_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = _record_text(line, options.text_field)
+        except ValueError as err:
+            where = f"{path}:{number}: {err}"
+            if not options.skip_bad_records:
+                raise ValueError(f"{where} (pass --skip-bad-records to skip such records)") from None
+            options.skipped.append(where)
+            continue
+        yield text
+
+
+def _record_text(line: bytes, field: str) -> str:
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"not JSON ({err})") from None
+    if not isinstance(record, dict) or field not in record:
+        raise ValueError(f"the record has no field {field!r} (choose it with --text-field)")
+    text = record[field]
+    if not isinstance(text, str):
+        raise ValueError(f"field {field!r} is {type(text).__name__}, not a string")
+    return text
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    """Lines of a possibly compressed file, read through the core's decoders."""
+    reader = _core.InputReader(os.fspath(path))
+    rest = b""
+    while block := reader.read(READ_BYTES):
+        lines = (rest + block).split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
+
+
+def parquet_texts(path: Path, column: str) -> Iterator[str]:
+    """The `column` of each row, read a batch of rows at a time."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError(f"{path}: reading Parquet needs pyarrow: pip install 'bpeforge[parquet]'") from None
+    parquet = pq.ParquetFile(path)
+    if column not in parquet.schema_arrow.names:
+        names = ", ".join(parquet.schema_arrow.names)
+        raise ValueError(f"{path}: no column {column!r} (columns: {names}); choose it with --text-column")
+    for batch in parquet.iter_batches(columns=[column], batch_size=8192):
+        for text in batch.column(0).to_pylist():
+            if text is not None:
+                yield text
