@@ -34,6 +34,10 @@ maps text to one id; see format.md), and a special token that is also an
 ordinary token whose byte-level text differs from its own (e.g. `"\\n"`, spelled
 `Ċ` in the vocab): one id cannot have both spellings.
 
+HF decodes (with `skip_special_tokens=False`) a special token whose text is made
+only of GPT-2 byte characters, such as `"é!"`, through the byte table, so into
+other bytes (`é` stands for the byte 0xE9 there); its ids are right.
+
 `load_hf` reads such files, and HF's own, including the `"left right"` and
 pair forms of merges and a `ByteLevel` post-processor (it changes only offsets).
 It refuses, naming the field, what would encode differently: a model other
@@ -164,7 +168,10 @@ def load_hf(path: PathLike) -> Tokenizer:
     specials = _hf_specials(doc.get("added_tokens") or [], vocab_text, where)
     vocab = _hf_vocab_bytes(vocab_text, specials, where)
     merges = [_hf_merge(merge, rank, where) for rank, merge in enumerate(model.get("merges") or [])]
-    return Tokenizer(vocab, merges, list(specials))
+    try:
+        return Tokenizer(vocab, merges, list(specials))
+    except ValueError as err:  # e.g. a byte or a merge result missing from the vocab
+        raise ValueError(f"{where}{err}") from None
 
 
 def _special_ids(tokenizer: Tokenizer) -> dict[str, int]:
@@ -191,7 +198,7 @@ def _hf_added_token(token: str, token_id: int) -> dict[str, Any]:
 def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:
     """Token text -> id, ids in order; a special token under its own text."""
     vocab = tokenizer.vocab
-    _check_unique_bytes(vocab, "an HF tokenizer.json maps each token text to one id")
+    _check_unique_bytes(vocab, "tokenizer.json maps each token text to one id", "as tokenizer.json")
     ordinary = _ordinary_tokens(tokenizer)
     special_of = {token_id: token for token, token_id in specials.items()}
     texts: dict[str, int] = {}
@@ -203,7 +210,7 @@ def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:
             raise ValueError(
                 f"special token {text!r} (id {token_id}) is also an ordinary token, spelled "
                 f"{encode_token(vocab[token_id])!r} in a byte-level vocab; a tokenizer.json cannot give one id two "
-                "spellings. Remove it from special_tokens (it is encoded as an ordinary token then)"
+                "spellings. Drop it from special_tokens to export this tokenizer"
             )
         if text in texts:  # only a special token's own text can meet another token's byte-level text
             raise ValueError(
@@ -219,16 +226,26 @@ def _ordinary_tokens(tokenizer: Tokenizer) -> set[bytes]:
     return {bytes([b]) for b in range(256)} | {left + right for left, right in tokenizer.merges}
 
 
-def _check_unique_bytes(vocab: Mapping[int, bytes], reason: str) -> None:
+def _check_unique_bytes(vocab: Mapping[int, bytes], reason: str, target: str) -> None:
+    """Refuse to export a vocabulary where two ids share bytes, which `target` cannot hold."""
+    duplicate = _first_duplicate(vocab)
+    if duplicate:
+        first, second, token = duplicate
+        raise ValueError(
+            f"ids {first} and {second} are both {token!r} (two merges that spell the same bytes, see "
+            f"docs/format.md), but {reason}; this tokenizer cannot be exported {target}"
+        )
+
+
+def _first_duplicate(vocab: Mapping[int, bytes]) -> tuple[int, int, bytes] | None:
+    """The first two ids (in id order) with the same bytes, and the bytes."""
     first: dict[bytes, int] = {}
     for token_id in sorted(vocab):
         token = vocab[token_id]
         if token in first:
-            raise ValueError(
-                f"ids {first[token]} and {token_id} are both {token!r} (two merges that spell the same bytes, "
-                f"see docs/format.md), but {reason}; this tokenizer cannot be exported in this format"
-            )
+            return first[token], token_id, token
         first[token] = token_id
+    return None
 
 
 def _check_hf_pipeline(doc: dict[str, Any], where: str) -> None:
@@ -321,8 +338,17 @@ def _hf_vocab_bytes(vocab_text: dict[str, int], specials: dict[str, int], where:
             raise ValueError(f"{where}id {token_id} is given to two tokens in model.vocab")
         vocab[token_id] = text.encode("utf-8") if text in specials else decode_token(text, where=where)
     for content, token_id in specials.items():
-        vocab.setdefault(token_id, content.encode("utf-8"))
-    _check_unique_bytes(vocab, "bpeforge finds a special token by its bytes and would not give it HF's id")
+        if content not in vocab_text:
+            if token_id in vocab:
+                raise ValueError(f"{where}HF gives added token {content!r} id {token_id}, which model.vocab also uses")
+            vocab[token_id] = content.encode("utf-8")
+    duplicate = _first_duplicate(vocab)
+    if duplicate:
+        first, second, token = duplicate
+        raise ValueError(
+            f"{where}ids {first} and {second} are both {token!r} (an added token with the bytes of another token); "
+            "bpeforge finds a special token by its bytes, so it would not give it HF's id"
+        )
     return vocab
 
 
@@ -341,9 +367,9 @@ def _hf_merge(merge: Any, rank: int, where: str) -> tuple[bytes, bytes]:
 def save_tiktoken(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = False) -> Path:
     """Write the ordinary tokens of `tokenizer` as a tiktoken ranks file (rank = id).
 
-    Special tokens are not written (tiktoken keeps them apart; pass
-    `special_tokens={token: tokenizer.token_to_id(token)}` to
-    `tiktoken.Encoding`). Raises ValueError when tiktoken, which merges by the
+    Special tokens are not written (tiktoken keeps them apart: pass
+    `special_tokens=tiktoken_special_tokens(tokenizer)` to `tiktoken.Encoding`,
+    and `special_tokens=` to `load_tiktoken`). Raises ValueError when tiktoken, which merges by the
     rank of the merged token, would encode differently (see the module docstring).
     """
     ranks = tiktoken_ranks(tokenizer)
@@ -359,7 +385,7 @@ def tiktoken_ranks(tokenizer: Tokenizer) -> dict[bytes, int]:
     ordinary = _ordinary_tokens(tokenizer)
     specials = set(_special_ids(tokenizer).values())
     vocab = {i: token for i, token in tokenizer.vocab.items() if i not in specials or token in ordinary}
-    _check_unique_bytes(vocab, "tiktoken has one rank per token")
+    _check_unique_bytes(vocab, "tiktoken has one rank per token", "as tiktoken ranks")
     for token_id in sorted(vocab):
         if vocab[token_id] not in ordinary:
             raise ValueError(
@@ -391,9 +417,16 @@ def tiktoken_special_tokens(tokenizer: Tokenizer) -> dict[str, int]:
 
 
 def _check_merge_order(merges: Merges, ranks: dict[bytes, int]) -> None:
+    made_by: dict[bytes, int] = {}
     previous = -1
     for rank, (left, right) in enumerate(merges):
         token_id = ranks[left + right]
+        if left + right in made_by:
+            raise ValueError(
+                f"merges {made_by[left + right]} and {rank} both make {left + right!r}; tiktoken has one rank per "
+                "token, so this tokenizer cannot be exported as tiktoken ranks"
+            )
+        made_by[left + right] = rank
         if token_id <= previous:
             raise ValueError(
                 f"merge {rank} ({left!r} + {right!r}) makes id {token_id}, not above the id {previous} of the "
@@ -429,12 +462,11 @@ def load_tiktoken(
         raise ValueError(f"pattern {pattern!r} is not supported yet; use one of {sorted(PATTERNS)}")
     ranks = read_tiktoken_ranks(path)
     vocab = {rank: token for token, rank in ranks.items()}
-    names = _place_specials(vocab, special_tokens, path)
+    names = _place_specials(vocab, ranks, special_tokens, path)
     try:
-        merges = merges_from_ranks(ranks)
+        return Tokenizer(vocab, merges_from_ranks(ranks), names)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
-    return Tokenizer(vocab, merges, names)
 
 
 def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
@@ -468,17 +500,26 @@ def _parse_rank_line(line: bytes, where: str) -> tuple[bytes, int]:
 
 
 def _place_specials(
-    vocab: dict[int, bytes], special_tokens: Iterable[str] | Mapping[str, int] | None, path: PathLike
+    vocab: dict[int, bytes],
+    ranks: Mapping[bytes, int],
+    special_tokens: Iterable[str] | Mapping[str, int] | None,
+    path: PathLike,
 ) -> list[str]:
-    """Put special tokens given with ids into `vocab`; the names in order (the rest are appended later)."""
+    """Put special tokens given with ids into `vocab`; the names in order (a list is appended by Tokenizer)."""
     if not isinstance(special_tokens, Mapping):
         return list(special_tokens or [])
     for token, token_id in special_tokens.items():
-        if token_id in vocab and vocab[token_id] != token.encode("utf-8"):
+        encoded = token.encode("utf-8")
+        if token_id in vocab and vocab[token_id] != encoded:
             raise ValueError(
                 f"special token {token!r} has id {token_id}, which {path} already gives to {vocab[token_id]!r}"
             )
-        vocab[token_id] = token.encode("utf-8")
+        if ranks.get(encoded, token_id) != token_id:
+            raise ValueError(
+                f"special token {token!r} is also the token of rank {ranks[encoded]} in {path}, and bpeforge finds a "
+                f"special token by its bytes; give it id {ranks[encoded]}, not {token_id}"
+            )
+        vocab[token_id] = encoded
     return list(special_tokens)
 
 

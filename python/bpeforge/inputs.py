@@ -15,6 +15,7 @@ GIL released.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -47,7 +48,8 @@ def expand(paths: Sequence[str | os.PathLike[str]], glob: str | None = None) -> 
         if path.is_dir():
             found = sorted(p for p in path.rglob(glob or "*") if p.is_file() and not _hidden(p, path))
             if not found:
-                raise FileNotFoundError(f"{path}: no files{f' matching {glob!r}' if glob else ''} in this directory")
+                what = f"no files matching {glob!r}" if glob else "no files"
+                raise IsADirectoryError(errno.EISDIR, f"a directory with {what} to read", os.fspath(path))
             files.extend(found)
         else:
             files.append(path)
