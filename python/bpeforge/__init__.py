@@ -7,11 +7,19 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from bpeforge._core import pretokenize
+from bpeforge._core import PATTERNS
+from bpeforge._core import pretokenize as _pretokenize
 from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
 from bpeforge.io import load, save
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainResult, TrainStats, train, train_bpe, train_from_iterator
+
+
+def pretokenize(text: str, pattern: str = "gpt2") -> list[str]:
+    """The pre-tokens of one document (special tokens are not split off) with a
+    preset ("gpt2", "cl100k", "o200k") or a custom regex."""
+    return _pretokenize(text, pattern)
+
 
 try:
     __version__ = version("bpeforge")
@@ -19,6 +27,7 @@ except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0+unknown"
 
 __all__ = [
+    "PATTERNS",
     "Counts",
     "Tokenizer",
     "TrainResult",

@@ -5,6 +5,7 @@ from os import PathLike
 from typing import Any
 
 DEFAULT_CHUNK_SIZE: int
+PATTERNS: list[tuple[str, str]]
 
 def train(
     paths: Sequence[str | PathLike[str]],
@@ -14,7 +15,7 @@ def train(
     chunk_size: int | None = None,
     progress: Callable[[str, int, int], Any] | None = None,
 ) -> tuple[list[bytes], list[tuple[bytes, bytes]], dict[str, Any]]: ...
-def pretokenize(text: str) -> list[str]: ...
+def pretokenize(text: str, pattern: str = "gpt2") -> list[str]: ...
 
 class Encoder:
     def __init__(

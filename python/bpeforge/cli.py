@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bpeforge import counts, demo, encode_files, io
+from bpeforge.convert import add_convert_command
 from bpeforge.report import print_train_summary
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainResult as train_result
@@ -42,6 +43,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_count(commands)
     _add_encode(commands)
     _add_decode(commands)
+    add_convert_command(commands)
     return parser
 
 
@@ -78,7 +80,10 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_input_options(cmd: argparse.ArgumentParser) -> None:
-    """Where documents come from: the same options for `train` and `count`."""
+    """Where documents come from and how they are split: the same for `train` and `count`."""
+    cmd.add_argument(
+        "--pattern", default="gpt2", help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k or a custom regex"
+    )
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
     cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
     cmd.add_argument("--text-column", default="text", help="Parquet: the column holding each document (text)")
@@ -89,6 +94,7 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
 
 def _input_kwargs(args: argparse.Namespace) -> dict:
     return {
+        "pattern": args.pattern,
         "glob": args.glob,
         "text_field": args.text_field,
         "text_column": args.text_column,
@@ -119,7 +125,14 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
         files = len(inputs)
     write_started = time.perf_counter()
-    io.save(result.vocab, result.merges, output, special_tokens=result.special_tokens, overwrite=args.force)
+    io.save(
+        result.vocab,
+        result.merges,
+        output,
+        special_tokens=result.special_tokens,
+        overwrite=args.force,
+        pattern=result.pattern,
+    )
     finished = time.perf_counter()
     print_train_summary(
         result, output, write_seconds=finished - write_started, total_seconds=finished - started, files=files

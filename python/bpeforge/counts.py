@@ -39,6 +39,7 @@ def count(
     text_field: str = "text",
     text_column: str = "text",
     skip_bad_records: bool = False,
+    pattern: str = "gpt2",
 ) -> Counts:
     """The pre-token counts of a corpus: the inputs `bpeforge.train` takes (each file ends a document)."""
     files = expand(normalize_paths(input_path), glob)
@@ -46,7 +47,7 @@ def count(
     records = RecordOptions(text_field, text_column, skip_bad_records)
     bars = ProgressBars() if progress else None
     try:
-        return count_inputs(files, specials, records, num_threads=num_threads, progress=bars)
+        return count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
     finally:
         if bars is not None:
             bars.close()
@@ -107,4 +108,4 @@ def train_from_counts(
     finally:
         if bars is not None:
             bars.close()
-    return result_from_core(core, specials)
+    return result_from_core(core, specials, table.pattern)

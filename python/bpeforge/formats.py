@@ -8,7 +8,7 @@ existing file is replaced only with `overwrite=True`.
 
 HF `tokenizer.json` (`save_hf`, `load_hf`)
 ------------------------------------------
-Written as HF `tokenizers` itself writes a GPT-2 tokenizer:
+Laid out field for field as HF `tokenizers` writes a GPT-2 tokenizer, with:
 
 - `model`: `BPE` with `ignore_merges: false` (merges apply by rank even to a
   pre-token that is a whole vocabulary entry, as in bpeforge), no dropout, no
@@ -30,7 +30,7 @@ Written as HF `tokenizers` itself writes a GPT-2 tokenizer:
   added around the text), `decoder: ByteLevel`.
 
 Not representable, so `save_hf` refuses: two ids with the same bytes (HF's vocab
-maps text to one id; see format.md), and a special token that is also an
+maps text to one id; see docs/format.md), and a special token that is also an
 ordinary token whose byte-level text differs from its own (e.g. `"\\n"`, spelled
 `Ċ` in the vocab): one id cannot have both spellings.
 
@@ -65,7 +65,9 @@ the lowest rank. That matches bpeforge's merges only when ranks follow merge
 order, so `save_tiktoken` requires: every ordinary token is one of the 256 bytes
 or the result of a merge, no two ids share bytes, merge results have
 increasing ids in merge order, and the merges recovered from the ranks (below)
-are exactly the tokenizer's. Training output (ids `256 + rank`) and GPT-2 pass.
+are exactly the tokenizer's. GPT-2 passes, and so does training output (ids
+`256 + rank`) unless two of its merges spell the same bytes. The tests compare
+tiktoken's ids with bpeforge's on generated text for both.
 
 `load_tiktoken` recovers the merges as tiktoken's own loaders do: for each token
 of more than one byte, in rank order, BPE over its bytes using only tokens of
@@ -83,6 +85,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Union
 
+from bpeforge import _core
 from bpeforge.io import decode_token, encode_token
 from bpeforge.tokenizer import Tokenizer
 
@@ -90,8 +93,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 Merges = list[tuple[bytes, bytes]]
 
 # The GPT-2 pre-tokenizer regex (the `pat_str` of tiktoken's `gpt2` encoding).
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-PATTERNS = {"gpt2": GPT2_PATTERN}
+PATTERNS = dict(_core.PATTERNS)  # preset name -> regex: gpt2, cl100k, o200k
+GPT2_PATTERN = PATTERNS["gpt2"]
 
 _HF_PRE_TOKENIZER = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
 _HF_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
@@ -122,6 +125,11 @@ def save_hf(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = False) ->
 
 def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
     """The `tokenizer.json` content for `tokenizer`, as a JSON-ready dict."""
+    if tokenizer.pattern != "gpt2":
+        raise ValueError(
+            f"tokenizer.json export supports the gpt2 pattern (HF's ByteLevel pre-tokenizer); this tokenizer uses "
+            f"{tokenizer.pattern!r}: export it with save_tiktoken (or `bpeforge convert --to tiktoken`) instead"
+        )
     specials = _special_ids(tokenizer)
     return {
         "version": "1.0",
@@ -455,16 +463,15 @@ def load_tiktoken(
 
     A ranks file holds no special tokens: pass them as a list (appended after
     the largest rank, in order) or as `{token: id}` (tiktoken's
-    `special_tokens`, e.g. `{"<|endoftext|>": 50256}`). `pattern` must be
-    "gpt2" until pattern presets land.
+    `special_tokens`, e.g. `{"<|endoftext|>": 50256}`). A ranks file holds
+    no pattern either: `pattern` is a preset ("gpt2", "cl100k", "o200k") or
+    the encoding's regex.
     """
-    if pattern not in PATTERNS:
-        raise ValueError(f"pattern {pattern!r} is not supported yet; use one of {sorted(PATTERNS)}")
     ranks = read_tiktoken_ranks(path)
     vocab = {rank: token for token, rank in ranks.items()}
     names = _place_specials(vocab, ranks, special_tokens, path)
     try:
-        return Tokenizer(vocab, merges_from_ranks(ranks), names)
+        return Tokenizer(vocab, merges_from_ranks(ranks), names, pattern=pattern)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
 
@@ -528,6 +535,10 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
 
     For each token of more than one byte, by rank, BPE over its bytes with only
     lower-ranked tokens must stop at exactly two parts: they are its merge.
+
+    >>> ranks = {bytes([b]): b for b in range(256)} | {b"or": 256, b" w": 257, b" wor": 258}
+    >>> merges_from_ranks(ranks)
+    [(b'o', b'r'), (b' ', b'w'), (b' w', b'or')]
     """
     merges: Merges = []
     for token, rank in sorted(ranks.items(), key=lambda item: item[1]):

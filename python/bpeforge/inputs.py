@@ -83,13 +83,14 @@ def count_inputs(
     *,
     num_threads: int | None,
     progress: Callable[[str, int, int], object] | None,
+    pattern: str = "gpt2",
 ) -> _core.Counts:
     """One count table for all `files`: text files in the core, records in batches."""
     text_files = [os.fspath(p) for p in files if kind(p) == "text"]
     counts = (
-        _core.Counts.from_files(text_files, special_tokens, num_threads, None, progress)
+        _core.Counts.from_files(text_files, special_tokens, num_threads, None, progress, pattern)
         if text_files
-        else _core.Counts(special_tokens)
+        else _core.Counts(special_tokens, pattern)
     )
     for path in files:
         if kind(path) == "jsonl":

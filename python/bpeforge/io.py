@@ -75,6 +75,7 @@ def save(
     *,
     special_tokens: list[str] | None = None,
     overwrite: bool = False,
+    pattern: str = "gpt2",
 ) -> Path:
     """Write `vocab.json`, `merges.txt` and `bpeforge.json` into `directory`, atomically.
 
@@ -84,7 +85,7 @@ def save(
     files = {
         VOCAB_FILE: _vocab_json(vocab),
         MERGES_FILE: _merges_txt(merges),
-        META_FILE: _meta_json(vocab, merges, special_tokens or []),
+        META_FILE: _meta_json(vocab, merges, special_tokens or [], pattern),
     }
     return write_directory_atomically(Path(directory), files, overwrite=overwrite)
 
@@ -129,15 +130,20 @@ def load_merges(path: str | os.PathLike[str]) -> Merges:
     return merges
 
 
-def load_special_tokens(directory: str | os.PathLike[str]) -> list[str]:
-    """The special tokens recorded by `save` (none for a bare GPT-2 directory)."""
+def load_meta(directory: str | os.PathLike[str]) -> dict:
+    """`bpeforge.json` of a directory written by `save`; GPT-2's defaults for a bare GPT-2 directory."""
     path = Path(directory) / META_FILE
     if not path.exists():
-        return []
+        return {"special_tokens": [], "pattern": "gpt2"}
     meta = json.loads(path.read_text(encoding="utf-8"))
     if meta.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path}: format_version {meta.get('format_version')!r}; this bpeforge reads {FORMAT_VERSION}")
-    return list(meta.get("special_tokens", []))
+    return {"special_tokens": list(meta.get("special_tokens", [])), "pattern": meta.get("pattern", "gpt2")}
+
+
+def load_special_tokens(directory: str | os.PathLike[str]) -> list[str]:
+    """The special tokens recorded by `save` (none for a bare GPT-2 directory)."""
+    return load_meta(directory)["special_tokens"]
 
 
 def _check_types(vocab: Vocab, merges: Merges) -> None:
@@ -161,11 +167,11 @@ def _merges_txt(merges: Merges) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _meta_json(vocab: Vocab, merges: Merges, special_tokens: list[str]) -> str:
+def _meta_json(vocab: Vocab, merges: Merges, special_tokens: list[str], pattern: str) -> str:
     meta = {
         "format": "bpeforge-gpt2",
         "format_version": FORMAT_VERSION,
-        "pattern": "gpt2",
+        "pattern": pattern,
         "vocab_size": len(vocab),
         "num_merges": len(merges),
         "special_tokens": special_tokens,
@@ -179,6 +185,7 @@ def write_directory_atomically(directory: Path, files: dict[str, str], *, overwr
         raise FileExistsError(f"{directory} already exists; pass overwrite=True (CLI: --force) to replace it")
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    _chmod_like_mkdir(staging)
     try:
         for name, text in files.items():
             _write_synced(staging / name, text)
@@ -187,6 +194,13 @@ def write_directory_atomically(directory: Path, files: dict[str, str], *, overwr
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return directory
+
+
+def _chmod_like_mkdir(path: Path) -> None:
+    """mkdtemp makes 0700 directories; the output should get what `mkdir` gives (0777 less the umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o777 & ~umask)
 
 
 def _write_synced(path: Path, text: str) -> None:

@@ -36,12 +36,14 @@ class Tokenizer:
         vocab: dict[int, bytes],
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Iterable[str] | None = None,
+        *,
+        pattern: str = "gpt2",
     ) -> None:
         self._vocab = dict(vocab)
         self._merges = [(bytes(left), bytes(right)) for left, right in merges]
         self._special_tokens = _unique_specials(special_tokens)
         _append_missing_specials(self._vocab, self._special_tokens)
-        self._core = _core.Encoder(list(self._vocab.items()), self._merges, self._special_tokens)
+        self._core = _core.Encoder(list(self._vocab.items()), self._merges, self._special_tokens, pattern)
 
     @classmethod
     def from_files(
@@ -49,15 +51,49 @@ class Tokenizer:
         vocab_filepath: str | os.PathLike[str],
         merges_filepath: str | os.PathLike[str],
         special_tokens: Iterable[str] | None = None,
+        *,
+        pattern: str = "gpt2",
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
-        return cls(io.load_vocab(vocab_filepath), io.load_merges(merges_filepath), special_tokens)
+        return cls(io.load_vocab(vocab_filepath), io.load_merges(merges_filepath), special_tokens, pattern=pattern)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Tokenizer:
         """Load a directory written by `bpeforge.save` / `bpeforge train`, special tokens included."""
         vocab, merges = io.load(directory)
-        return cls(vocab, merges, io.load_special_tokens(directory))
+        meta = io.load_meta(directory)
+        return cls(vocab, merges, meta["special_tokens"], pattern=meta["pattern"])
+
+    @classmethod
+    def from_hf(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Load an HF `tokenizer.json` (byte-level BPE, GPT-2 pre-tokenizer); see `bpeforge.formats`."""
+        from bpeforge.formats import load_hf
+
+        return load_hf(path)
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: str | os.PathLike[str],
+        pattern: str = "gpt2",
+        special_tokens: Iterable[str] | dict[str, int] | None = None,
+    ) -> Tokenizer:
+        """Load a tiktoken ranks file (`base64 rank` lines); merges are recovered from the ranks."""
+        from bpeforge.formats import load_tiktoken
+
+        return load_tiktoken(path, pattern, special_tokens)
+
+    def save_hf(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write an HF `tokenizer.json` that `tokenizers` and `transformers` load with the same ids."""
+        from bpeforge.formats import save_hf
+
+        save_hf(self, path, overwrite=overwrite)
+
+    def save_tiktoken(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write a tiktoken ranks file (specials are not part of that format; tiktoken takes them apart)."""
+        from bpeforge.formats import save_tiktoken
+
+        save_tiktoken(self, path, overwrite=overwrite)
 
     def encode(self, text: str) -> list[int]:
         """The ids of `text`."""
@@ -122,19 +158,23 @@ class Tokenizer:
 
     @property
     def pattern(self) -> str:
-        """The pre-tokenizer: "gpt2" (the only one so far)."""
-        return "gpt2"
+        """The pre-tokenizer: "gpt2", "cl100k", "o200k" or a custom regex."""
+        return self._core.pattern
 
     def __repr__(self) -> str:
         return (
             f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self._merges)}, "
-            f"special_tokens={self._special_tokens!r}, pattern='gpt2')"
+            f"special_tokens={self._special_tokens!r}, pattern={self.pattern!r})"
         )
 
     def __reduce__(self):
         # Pickles as its vocabulary, merges and specials; the Rust tables are
         # rebuilt on load (tens of milliseconds for GPT-2's 50k tokens).
-        return (Tokenizer, (self._vocab, self._merges, self._special_tokens))
+        return (_rebuild, (self._vocab, self._merges, self._special_tokens, self.pattern))
+
+
+def _rebuild(vocab: dict[int, bytes], merges: list, special_tokens: list[str], pattern: str) -> Tokenizer:
+    return Tokenizer(vocab, merges, special_tokens, pattern=pattern)
 
 
 def _unique_specials(special_tokens: Iterable[str] | None) -> list[str]:

@@ -34,6 +34,7 @@ class TrainResult:
     merges: list[tuple[bytes, bytes]]
     special_tokens: list[str]
     stats: TrainStats
+    pattern: str = "gpt2"
 
 
 def train_bpe(
@@ -46,6 +47,7 @@ def train_bpe(
     chunk_size: int | None = None,
     min_frequency: int | None = None,
     max_token_length: int | None = None,
+    pattern: str = "gpt2",
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Train a byte-level BPE vocabulary with the exact CS336 semantics.
 
@@ -55,7 +57,8 @@ def train_bpe(
     `num_threads` defaults to all cores; `chunk_size` (bytes per read) is a
     tuning knob. Neither changes the result. `min_frequency` (stop when the
     best pair occurs fewer times) and `max_token_length` (bytes) are off by
-    default, which is the exact CS336 semantics.
+    default, which is the exact CS336 semantics. `pattern` is the
+    pre-tokenizer: "gpt2" (CS336's), "cl100k", "o200k" or a regex.
     """
     result = train(
         input_path,
@@ -66,6 +69,7 @@ def train_bpe(
         chunk_size=chunk_size,
         min_frequency=min_frequency,
         max_token_length=max_token_length,
+        pattern=pattern,
     )
     return result.vocab, result.merges
 
@@ -84,6 +88,7 @@ def train(
     text_field: str = "text",
     text_column: str = "text",
     skip_bad_records: bool = False,
+    pattern: str = "gpt2",
 ) -> TrainResult:
     """Like `train_bpe`, with the special tokens and run figures kept.
 
@@ -106,15 +111,23 @@ def train(
     try:
         if all(kind(p) == "text" for p in files):
             core = _core.train(
-                paths, vocab_size, specials, num_threads, chunk_size, bars, min_frequency or 0, max_token_length
+                paths,
+                vocab_size,
+                specials,
+                num_threads,
+                chunk_size,
+                bars,
+                min_frequency or 0,
+                max_token_length,
+                pattern,
             )
         else:
-            counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars)
+            counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
             core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
     finally:
         if bars is not None:
             bars.close()
-    result = result_from_core(core, specials)
+    result = result_from_core(core, specials, pattern)
     return replace(result, stats=replace(result.stats, skipped_records=records.skipped))
 
 
@@ -127,6 +140,7 @@ def train_from_iterator(
     progress: bool = False,
     min_frequency: int | None = None,
     max_token_length: int | None = None,
+    pattern: str = "gpt2",
 ) -> TrainResult:
     """Train on documents from any iterator of strings (each string is a document).
 
@@ -136,7 +150,7 @@ def train_from_iterator(
     specials = normalize_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
-    counts = _core.Counts(specials)
+    counts = _core.Counts(specials, pattern)
     add_documents(counts, iterator, num_threads)
     bars = ProgressBars() if progress else None
     try:
@@ -144,12 +158,14 @@ def train_from_iterator(
     finally:
         if bars is not None:
             bars.close()
-    return result_from_core(core, specials)
+    return result_from_core(core, specials, pattern)
 
 
-def result_from_core(core: tuple[list[bytes], list[tuple[bytes, bytes]], dict], specials: list[str]) -> TrainResult:
+def result_from_core(
+    core: tuple[list[bytes], list[tuple[bytes, bytes]], dict], specials: list[str], pattern: str
+) -> TrainResult:
     vocab_list, merges, stats = core
-    return TrainResult(dict(enumerate(vocab_list)), merges, specials, TrainStats(**stats))
+    return TrainResult(dict(enumerate(vocab_list)), merges, specials, TrainStats(**stats), pattern)
 
 
 def normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:

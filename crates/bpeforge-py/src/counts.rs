@@ -9,8 +9,8 @@ use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 
 use bpeforge::specials::SpecialSplitter;
-use bpeforge::train::{self, count::add_texts, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
-use bpeforge::Error;
+use bpeforge::train::{self, count::add_texts, CountSettings, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::{Error, Pattern};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -26,17 +26,19 @@ pub struct PyCounts {
 
 #[pymethods]
 impl PyCounts {
-    /// An empty table for documents counted with `special_tokens`.
+    /// An empty table for documents counted with `special_tokens` and `pattern`.
     #[new]
-    fn new(special_tokens: Vec<String>) -> PyResult<Self> {
+    #[pyo3(signature = (special_tokens, pattern="gpt2"))]
+    fn new(special_tokens: Vec<String>, pattern: &str) -> PyResult<Self> {
         SpecialSplitter::new(&special_tokens).map_err(to_py_err)?;
-        let inner = CountsFile { pattern: train::PATTERN.into(), special_tokens, ..CountsFile::default() };
-        Ok(Self { inner })
+        let pattern = Pattern::new(pattern).map_err(to_py_err)?.spec().to_string();
+        Ok(Self { inner: CountsFile { pattern, special_tokens, ..CountsFile::default() } })
     }
 
     /// Count text files (each ends a document), in parallel.
     #[staticmethod]
-    #[pyo3(signature = (paths, special_tokens, num_threads=None, chunk_size=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (paths, special_tokens, num_threads=None, chunk_size=None, progress=None, pattern="gpt2"))]
     fn from_files(
         py: Python<'_>,
         paths: Vec<PathBuf>,
@@ -44,11 +46,16 @@ impl PyCounts {
         num_threads: Option<usize>,
         chunk_size: Option<usize>,
         progress: Option<Py<PyAny>>,
+        pattern: &str,
     ) -> PyResult<Self> {
         let observer = PyObserver::new(progress);
-        let chunk_size = chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
-        let (inner, _) =
-            run_detached(py, &observer, || train::count(&paths, &special_tokens, num_threads, chunk_size, &observer))?;
+        let settings = CountSettings {
+            special_tokens: &special_tokens,
+            pattern,
+            num_threads,
+            chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
+        };
+        let (inner, _) = run_detached(py, &observer, || train::count(&paths, &settings, &observer))?;
         Ok(Self { inner })
     }
 
@@ -56,13 +63,15 @@ impl PyCounts {
     #[pyo3(signature = (texts, num_threads=None))]
     fn add_texts(&mut self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<()> {
         let specials = SpecialSplitter::new(&self.inner.special_tokens).map_err(to_py_err)?;
+        let pattern = Pattern::new(&self.inner.pattern).map_err(to_py_err)?;
         let pool = train::build_pool(num_threads).map_err(to_py_err)?;
         let inner = &mut self.inner;
         py.detach(|| {
-            add_texts(&mut inner.counts, &texts, &specials, &pool);
+            add_texts(&mut inner.counts, &texts, &specials, &pattern, &pool)?;
             inner.bytes_counted += texts.iter().map(|t| t.len() as u64).sum::<u64>();
-        });
-        Ok(())
+            Ok(())
+        })
+        .map_err(to_py_err)
     }
 
     /// Add another table counted the same way.
@@ -103,6 +112,7 @@ impl PyCounts {
         let options = TrainOptions {
             min_frequency,
             max_token_length,
+            pattern: self.inner.pattern.clone(),
             ..TrainOptions::new(vocab_size, self.inner.special_tokens.clone())
         };
         let observer = PyObserver::new(progress);

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use bpeforge::encode_files::encode_files;
 use bpeforge::train::DEFAULT_CHUNK_SIZE;
-use bpeforge::{Encoder, Vocabulary};
+use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList};
@@ -47,13 +47,17 @@ impl PyEncoder {
 #[pymethods]
 impl PyEncoder {
     #[new]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern="gpt2"))]
     fn new(
         py: Python<'_>,
         vocab: Vec<(u32, Vec<u8>)>,
         merges: Vec<(Vec<u8>, Vec<u8>)>,
         special_tokens: Vec<String>,
+        pattern: &str,
     ) -> PyResult<Self> {
-        let built = py.detach(|| Vocabulary::new(vocab, &merges).and_then(|v| Encoder::new(v, &special_tokens)));
+        let pattern = Pattern::new(pattern).map_err(to_py_err)?;
+        let built =
+            py.detach(|| Vocabulary::new(vocab, &merges).and_then(|v| Encoder::new(v, &special_tokens, pattern)));
         let inner = built.map_err(to_py_err)?;
         let ints = (0..inner.vocab().len() as u32)
             .map(|id| id.into_pyobject(py).map(Bound::unbind))
@@ -62,7 +66,7 @@ impl PyEncoder {
     }
 
     fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = py.detach(|| self.inner.encode(text));
+        let ids = py.detach(|| self.inner.encode(text)).map_err(to_py_err)?;
         self.id_list(py, &ids)
     }
 
@@ -81,7 +85,7 @@ impl PyEncoder {
     ) -> PyResult<Bound<'py, PyList>> {
         let encoder = &self.inner;
         let run = || encoder.encode_batch(&texts, |ids| ids);
-        let batches = with_threads(py, num_threads, run)?;
+        let batches = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
         let lists = batches.iter().map(|ids| self.id_list(py, ids)).collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
     }
@@ -100,7 +104,7 @@ impl PyEncoder {
         self.check_width(width)?;
         let encoder = &self.inner;
         let run = || encoder.encode_batch(&texts, |ids| pack_ids(&ids, width));
-        let packed = with_threads(py, num_threads, run)?;
+        let packed = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
         Ok(packed.iter().map(|bytes| PyBytes::new(py, bytes)).collect())
     }
 
@@ -148,6 +152,11 @@ impl PyEncoder {
 
     fn id(&self, token: &[u8]) -> Option<u32> {
         self.inner.vocab().id(token)
+    }
+
+    #[getter]
+    fn pattern(&self) -> &str {
+        self.inner.pattern().spec()
     }
 }
 

@@ -13,8 +13,8 @@ mod reader;
 
 use std::path::PathBuf;
 
-use bpeforge::pretokenize::Gpt2Splitter;
 use bpeforge::train::{TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::Pattern;
 use bpeforge::TrainResult;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
@@ -26,7 +26,7 @@ use observer::PyObserver;
 #[pyfunction]
 #[pyo3(signature = (
     paths, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None,
-    min_frequency=0, max_token_length=None,
+    min_frequency=0, max_token_length=None, pattern="gpt2",
 ))]
 #[allow(clippy::too_many_arguments)]
 fn train<'py>(
@@ -39,8 +39,10 @@ fn train<'py>(
     progress: Option<Py<PyAny>>,
     min_frequency: u64,
     max_token_length: Option<usize>,
+    pattern: &str,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let options = TrainOptions {
+        pattern: pattern.to_string(),
         num_threads,
         chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
         min_frequency,
@@ -65,10 +67,14 @@ pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> 
     PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
 }
 
-/// The GPT-2 pre-tokens of one document (no special-token handling).
+/// The pre-tokens of one document (no special-token handling).
 #[pyfunction]
-fn pretokenize(text: &str) -> Vec<&str> {
-    Gpt2Splitter::new(text).collect()
+#[pyo3(signature = (text, pattern="gpt2"))]
+fn pretokenize<'t>(text: &'t str, pattern: &str) -> PyResult<Vec<&'t str>> {
+    let pattern = Pattern::new(pattern).map_err(errors::to_py_err)?;
+    let mut pieces = Vec::new();
+    pattern.for_each_piece(text, |piece| pieces.push(piece)).map_err(errors::to_py_err)?;
+    Ok(pieces)
 }
 
 #[pymodule]
@@ -79,5 +85,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
+    m.add(
+        "PATTERNS",
+        [("gpt2", bpeforge::pattern::GPT2), ("cl100k", bpeforge::pattern::CL100K), ("o200k", bpeforge::pattern::O200K)],
+    )?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use bpeforge::{Encoder, Vocabulary};
+use bpeforge::{Encoder, Pattern, Vocabulary};
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
@@ -24,10 +24,10 @@ fn main() {
     let merges: Vec<(Vec<u8>, Vec<u8>)> =
         lines.map(|l| l.split_once(' ').expect("pair")).map(|(a, b)| (hex(a), hex(b))).collect();
     let vocab = Vocabulary::new(entries, &merges).expect("vocab");
-    let encoder = Encoder::new(vocab, &["<|endoftext|>".to_string()]).expect("encoder");
+    let encoder = Encoder::new(vocab, &["<|endoftext|>".to_string()], Pattern::Gpt2).expect("encoder");
     let text = std::fs::read_to_string(&args[2]).expect("text file");
     let started = Instant::now();
-    let ids = encoder.encode(&text);
+    let ids = encoder.encode(&text).expect("encode");
     let seconds = started.elapsed().as_secs_f64();
     println!("{} ids, {:.1} MB/s", ids.len(), text.len() as f64 / seconds / 1e6);
 }

@@ -20,6 +20,9 @@ use crate::pretokenize::is_split_point;
 use crate::specials::SpecialSplitter;
 
 /// A run of whole documents or pieces of one: valid UTF-8 and cut safely.
+///
+/// With `whitespace_cuts` off (patterns other than GPT-2's, see `pattern.rs`)
+/// only special tokens and file ends cut.
 pub struct Chunk {
     pub text: String,
     /// Byte offset of `text` in its file, for error messages.
@@ -36,6 +39,7 @@ pub struct ChunkReader<'s, R> {
     reader: R,
     path: PathBuf,
     specials: &'s SpecialSplitter,
+    whitespace_cuts: bool,
     target: usize,
     buf: Vec<u8>,
     offset: u64,
@@ -44,11 +48,12 @@ pub struct ChunkReader<'s, R> {
 
 impl<'s, R: Read> ChunkReader<'s, R> {
     /// `target` is the preferred chunk size in bytes (at least 1).
-    pub fn new(reader: R, path: &Path, specials: &'s SpecialSplitter, target: usize) -> Self {
+    pub fn new(reader: R, path: &Path, specials: &'s SpecialSplitter, whitespace_cuts: bool, target: usize) -> Self {
         Self {
             reader,
             path: path.to_path_buf(),
             specials,
+            whitespace_cuts,
             target: target.max(1),
             buf: Vec::new(),
             offset: 0,
@@ -68,7 +73,7 @@ impl<'s, R: Read> ChunkReader<'s, R> {
                 let all = std::mem::take(&mut self.buf);
                 return self.finish(all).map(Some);
             }
-            if let Some(cut) = find_cut(&self.buf, self.specials) {
+            if let Some(cut) = find_cut(&self.buf, self.specials, self.whitespace_cuts) {
                 let rest = self.buf.split_off(cut);
                 let chunk = std::mem::replace(&mut self.buf, rest);
                 return self.finish(chunk).map(Some);
@@ -141,12 +146,13 @@ pub struct CorpusChunks<'p, 's> {
     next_path: usize,
     reader: Option<ChunkReader<'s, Box<dyn Read + Send>>>,
     specials: &'s SpecialSplitter,
+    whitespace_cuts: bool,
     chunk_size: usize,
 }
 
 impl<'p, 's> CorpusChunks<'p, 's> {
-    pub fn new(paths: &'p [PathBuf], specials: &'s SpecialSplitter, chunk_size: usize) -> Self {
-        Self { paths, next_path: 0, reader: None, specials, chunk_size }
+    pub fn new(paths: &'p [PathBuf], specials: &'s SpecialSplitter, whitespace_cuts: bool, chunk_size: usize) -> Self {
+        Self { paths, next_path: 0, reader: None, specials, whitespace_cuts, chunk_size }
     }
 
     /// Chunks adding up to about `max_bytes` (at least one), across files.
@@ -177,24 +183,20 @@ impl<'p, 's> CorpusChunks<'p, 's> {
                 return Ok(None);
             };
             self.next_path += 1;
-            self.reader = Some(open_reader(path, self.specials, self.chunk_size)?);
+            let input = open_input(path)?;
+            self.reader = Some(ChunkReader::new(input, path, self.specials, self.whitespace_cuts, self.chunk_size));
         }
     }
 }
 
-fn open_reader<'s>(
-    path: &Path,
-    specials: &'s SpecialSplitter,
-    chunk_size: usize,
-) -> Result<ChunkReader<'s, Box<dyn Read + Send>>, Error> {
-    Ok(ChunkReader::new(open_input(path)?, path, specials, chunk_size))
-}
-
 /// The last safe cut in `buf`, if any (see the module docs).
-pub(crate) fn find_cut(buf: &[u8], specials: &SpecialSplitter) -> Option<usize> {
+pub(crate) fn find_cut(buf: &[u8], specials: &SpecialSplitter, whitespace_cuts: bool) -> Option<usize> {
     let settled = buf.len().checked_sub(specials.max_len())?;
     let last_special_end =
         specials.find_all(buf).take_while(|&(start, _, _)| start < settled).last().map(|(_, end, _)| end);
+    if !whitespace_cuts {
+        return last_special_end.filter(|&end| end > 0);
+    }
     let floor = last_special_end.unwrap_or(0);
     let upper = settled.min(buf.len().saturating_sub(1));
     let whitespace_cut = (floor + 1..=upper)
@@ -210,7 +212,7 @@ mod tests {
     fn chunks(text: &str, specials: &[&str], target: usize) -> Vec<String> {
         let tokens: Vec<String> = specials.iter().map(|s| s.to_string()).collect();
         let splitter = SpecialSplitter::new(&tokens).unwrap();
-        let mut reader = ChunkReader::new(text.as_bytes(), Path::new("t"), &splitter, target);
+        let mut reader = ChunkReader::new(text.as_bytes(), Path::new("t"), &splitter, true, target);
         let mut out = Vec::new();
         while let Some(chunk) = reader.next_chunk().unwrap() {
             out.push(chunk.text);
@@ -245,7 +247,7 @@ mod tests {
     fn reports_the_file_offset_of_invalid_utf8() {
         let splitter = SpecialSplitter::new(&[]).unwrap();
         let bytes: &[u8] = b"ok ok ok \xff";
-        let mut reader = ChunkReader::new(bytes, Path::new("bad.txt"), &splitter, 4);
+        let mut reader = ChunkReader::new(bytes, Path::new("bad.txt"), &splitter, true, 4);
         let err = loop {
             match reader.next_chunk() {
                 Ok(Some(_)) => continue,

@@ -12,7 +12,7 @@ use crate::bpe::{encode_piece, Scratch};
 use crate::chunking::find_cut;
 use crate::error::Error;
 use crate::packed::pack;
-use crate::pretokenize::Gpt2Splitter;
+use crate::pattern::Pattern;
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 
@@ -21,12 +21,13 @@ pub struct Encoder {
     vocab: Vocabulary,
     specials: SpecialSplitter,
     special_ids: Vec<u32>,
+    pattern: Pattern,
 }
 
 impl Encoder {
     /// Every special token must already be in `vocab` (the Python layer
     /// appends missing ones with new ids).
-    pub fn new(vocab: Vocabulary, special_tokens: &[String]) -> Result<Self, Error> {
+    pub fn new(vocab: Vocabulary, special_tokens: &[String], pattern: Pattern) -> Result<Self, Error> {
         let specials = SpecialSplitter::new(special_tokens)?;
         let special_ids = special_tokens
             .iter()
@@ -36,7 +37,7 @@ impl Encoder {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { vocab, specials, special_ids })
+        Ok(Self { vocab, specials, special_ids, pattern })
     }
 
     pub fn vocab(&self) -> &Vocabulary {
@@ -51,30 +52,33 @@ impl Encoder {
         &self.specials
     }
 
-    pub fn encode(&self, text: &str) -> Vec<u32> {
-        let mut out = Vec::with_capacity(text.len() / 4);
-        self.encode_into(text, &mut out);
-        out
+    pub fn pattern(&self) -> &Pattern {
+        &self.pattern
     }
 
-    pub fn encode_into(&self, text: &str, out: &mut Vec<u32>) {
-        self.encode_with(text, &mut EncodeState::default(), out);
+    /// The ids of `text`. A custom pattern may fail on some input (its
+    /// backtracking limit); the GPT-2 scanner and the presets do not.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, Error> {
+        let mut out = Vec::with_capacity(text.len() / 4);
+        self.encode_with(text, &mut EncodeState::default(), &mut out)?;
+        Ok(out)
     }
 
     /// Encode with buffers and a piece cache kept from earlier calls: a worker
     /// that encodes many texts (a batch, the chunks of a file) keeps its cache
     /// warm instead of starting cold on every text.
-    pub fn encode_with(&self, text: &str, state: &mut EncodeState, out: &mut Vec<u32>) {
+    pub fn encode_with(&self, text: &str, state: &mut EncodeState, out: &mut Vec<u32>) -> Result<(), Error> {
         for piece in self.specials.split(text) {
             match piece {
                 Piece::Special(index) => out.push(self.special_ids[index]),
                 Piece::Text(document) => {
-                    for pretoken in Gpt2Splitter::new(document) {
+                    self.pattern.for_each_piece(document, |pretoken| {
                         self.encode_pretoken(pretoken.as_bytes(), state, out);
-                    }
+                    })?;
                 }
             }
         }
+        Ok(())
     }
 
     #[inline]
@@ -97,7 +101,11 @@ impl Encoder {
 
     /// Encode `texts` in parallel on the current rayon pool, each worker with
     /// one state for all the texts it takes; `convert` runs on the worker too.
-    pub fn encode_batch<T, R>(&self, texts: &[T], convert: impl Fn(Vec<u32>) -> R + Sync + Send) -> Vec<R>
+    pub fn encode_batch<T, R>(
+        &self,
+        texts: &[T],
+        convert: impl Fn(Vec<u32>) -> R + Sync + Send,
+    ) -> Result<Vec<R>, Error>
     where
         T: AsRef<str> + Sync,
         R: Send,
@@ -107,8 +115,8 @@ impl Encoder {
             .map_init(EncodeState::default, |state, text| {
                 let text = text.as_ref();
                 let mut ids = Vec::with_capacity(text.len() / 4);
-                self.encode_with(text, state, &mut ids);
-                convert(ids)
+                self.encode_with(text, state, &mut ids)?;
+                Ok(convert(ids))
             })
             .collect()
     }
@@ -117,7 +125,7 @@ impl Encoder {
     /// whose ids cannot change whatever follows (0 if none yet). Encoding the
     /// prefix, then the rest with more text appended, gives the ids of the whole.
     pub fn stable_prefix_len(&self, text: &str) -> usize {
-        find_cut(text.as_bytes(), &self.specials).unwrap_or(0)
+        find_cut(text.as_bytes(), &self.specials, self.pattern.cuts_before_whitespace()).unwrap_or(0)
     }
 
     /// The bytes of `ids`, concatenated; an id outside the vocabulary is an error.
@@ -176,12 +184,12 @@ mod tests {
         let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
         entries.extend([(256, b" t".to_vec()), (257, b"<|e|>".to_vec()), (258, b"<|e|><|e|>".to_vec())]);
         let vocab = Vocabulary::new(entries, &[(b" ".to_vec(), b"t".to_vec())]).unwrap();
-        Encoder::new(vocab, &["<|e|>".to_string(), "<|e|><|e|>".to_string()]).unwrap()
+        Encoder::new(vocab, &["<|e|>".to_string(), "<|e|><|e|>".to_string()], Pattern::Gpt2).unwrap()
     }
 
     #[test]
     fn specials_longest_first_and_merges_inside_pieces() {
-        let ids = encoder().encode("a t<|e|><|e|>x<|e|>");
+        let ids = encoder().encode("a t<|e|><|e|>x<|e|>").unwrap();
         // "a", " t" (merged), the double special, "x", the single special.
         assert_eq!(ids, [b'a' as u32, 256, 258, b'x' as u32, 257]);
     }
@@ -199,9 +207,9 @@ mod tests {
         let text = "it t  t<|e|><|e|> at\n\n the end  ";
         let cut = enc.stable_prefix_len(text);
         assert!(cut > 0 && cut < text.len());
-        let mut apart = enc.encode(&text[..cut]);
-        apart.extend(enc.encode(&text[cut..]));
-        assert_eq!(apart, enc.encode(text));
+        let mut apart = enc.encode(&text[..cut]).unwrap();
+        apart.extend(enc.encode(&text[cut..]).unwrap());
+        assert_eq!(apart, enc.encode(text).unwrap());
         // Nothing is stable in a text shorter than the longest special token.
         assert_eq!(enc.stable_prefix_len("a b"), 0);
     }

@@ -31,7 +31,8 @@ pub fn encode_files<T: Send>(
     sink: &mut Sink<'_, T>,
 ) -> Result<u64, Error> {
     let total_bytes = total_size(paths)?;
-    let mut chunks = CorpusChunks::new(paths, encoder.specials(), chunk_size);
+    let mut chunks =
+        CorpusChunks::new(paths, encoder.specials(), encoder.pattern().cuts_before_whitespace(), chunk_size);
     let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
     let mut done = 0u64;
     observer.progress(Phase::Encode, 0, total_bytes)?;
@@ -40,7 +41,7 @@ pub fn encode_files<T: Send>(
         let texts: Vec<&str> = batch.iter().map(|chunk| chunk.text.as_str()).collect();
         let encode_batch = || encoder.encode_batch(&texts, &convert);
         let (converted, next_batch) = pool.install(|| rayon::join(encode_batch, || chunks.next_batch(batch_bytes)));
-        sink(converted)?;
+        sink(converted?)?;
         done += batch.iter().map(|chunk| chunk.text.len() as u64).sum::<u64>();
         observer.progress(Phase::Encode, done, progress_total(total_bytes, done))?;
         batch = next_batch?;
@@ -59,7 +60,7 @@ mod tests {
         let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
         entries.extend([(256, b" t".to_vec()), (257, b"<|e|>".to_vec())]);
         let vocab = Vocabulary::new(entries, &[(b" ".to_vec(), b"t".to_vec())]).unwrap();
-        let encoder = Encoder::new(vocab, &["<|e|>".to_string()]).unwrap();
+        let encoder = Encoder::new(vocab, &["<|e|>".to_string()], crate::Pattern::Gpt2).unwrap();
         let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let texts = ["a t  t\n\nt<|e|>tt ", "<|e|> x  \u{3000}y t"];
@@ -72,7 +73,7 @@ mod tests {
                 path
             })
             .collect();
-        let expected: Vec<u32> = texts.iter().flat_map(|text| encoder.encode(text)).collect();
+        let expected: Vec<u32> = texts.iter().flat_map(|text| encoder.encode(text).unwrap()).collect();
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for chunk_size in [1, 3, 8, 1 << 20] {

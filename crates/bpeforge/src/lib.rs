@@ -2,6 +2,7 @@
 //!
 //! No Python here: `crates/bpeforge-py` is the thin PyO3 layer over this crate.
 //! Map of the crate, one concept per module:
+//! - `pattern`: the pre-tokenizer (GPT-2's scanner, cl100k/o200k/custom regexes);
 //! - `pretokenize`: the GPT-2 pattern as a hand-written scanner;
 //! - `charclass` + `unicode_tables`: its character classes, generated from `regex`;
 //! - `specials`: splitting on special tokens, longest first;
@@ -18,6 +19,7 @@ pub mod encode_files;
 pub mod error;
 pub mod input;
 pub mod packed;
+pub mod pattern;
 pub mod pretokenize;
 pub mod progress;
 pub mod specials;
@@ -27,6 +29,7 @@ pub mod vocab;
 
 pub use encode::Encoder;
 pub use error::Error;
+pub use pattern::Pattern;
 pub use progress::{Observer, Phase, Silent};
 pub use train::{train, TrainOptions, TrainResult, TrainStats};
 pub use vocab::Vocabulary;

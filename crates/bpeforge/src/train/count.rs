@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use crate::chunking::{progress_total, total_size, CorpusChunks};
 use crate::error::Error;
-use crate::pretokenize::Gpt2Splitter;
+use crate::pattern::Pattern;
 use crate::progress::{Observer, Phase};
 use crate::specials::{Piece, SpecialSplitter};
 
@@ -23,12 +23,13 @@ use super::table::{CountTable, PretokenCounts};
 pub fn count_files(
     paths: &[PathBuf],
     specials: &SpecialSplitter,
+    pattern: &Pattern,
     chunk_size: usize,
     pool: &rayon::ThreadPool,
     observer: &dyn Observer,
 ) -> Result<(PretokenCounts, u64), Error> {
     let total_bytes = total_size(paths)?;
-    let mut chunks = CorpusChunks::new(paths, specials, chunk_size);
+    let mut chunks = CorpusChunks::new(paths, specials, pattern.cuts_before_whitespace(), chunk_size);
     let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
     let mut counts = PretokenCounts::default();
     let mut done = 0u64;
@@ -37,8 +38,8 @@ pub fn count_files(
     while !batch.is_empty() {
         // Read the next batch on one worker while the others count this one.
         let (batch_counts, next_batch) =
-            pool.install(|| rayon::join(|| count_batch(&batch, specials), || chunks.next_batch(batch_bytes)));
-        counts.absorb(batch_counts);
+            pool.install(|| rayon::join(|| count_batch(&batch, specials, pattern), || chunks.next_batch(batch_bytes)));
+        counts.absorb(batch_counts?);
         done += batch.iter().map(|c| c.text.len() as u64).sum::<u64>();
         observer.progress(Phase::Pretokenize, done, progress_total(total_bytes, done))?;
         batch = next_batch?;
@@ -47,14 +48,18 @@ pub fn count_files(
 }
 
 /// Count one text that may hold several documents.
-pub fn count_text<'a>(text: &'a str, specials: &SpecialSplitter, counts: &mut CountTable<&'a [u8]>) {
+pub fn count_text<'a>(
+    text: &'a str,
+    specials: &SpecialSplitter,
+    pattern: &Pattern,
+    counts: &mut CountTable<&'a [u8]>,
+) -> Result<(), Error> {
     for piece in specials.split(text) {
         if let Piece::Text(document) = piece {
-            for pretoken in Gpt2Splitter::new(document) {
-                counts.add(pretoken.as_bytes(), 1);
-            }
+            pattern.for_each_piece(document, |pretoken| counts.add(pretoken.as_bytes(), 1))?;
         }
     }
+    Ok(())
 }
 
 /// Add the pre-tokens of `texts`, each a whole document (as if separated by a
@@ -63,20 +68,26 @@ pub fn add_texts<T: AsRef<str> + Sync>(
     counts: &mut PretokenCounts,
     texts: &[T],
     specials: &SpecialSplitter,
+    pattern: &Pattern,
     pool: &rayon::ThreadPool,
-) {
-    let batch_counts = pool.install(|| count_batch(texts, specials));
+) -> Result<(), Error> {
+    let batch_counts = pool.install(|| count_batch(texts, specials, pattern))?;
     counts.absorb(batch_counts);
+    Ok(())
 }
 
-fn count_batch<'a, T: AsRef<str> + Sync>(texts: &'a [T], specials: &SpecialSplitter) -> CountTable<&'a [u8]> {
+fn count_batch<'a, T: AsRef<str> + Sync>(
+    texts: &'a [T],
+    specials: &SpecialSplitter,
+    pattern: &Pattern,
+) -> Result<CountTable<&'a [u8]>, Error> {
     texts
         .par_iter()
-        .fold(CountTable::default, |mut counts, text| {
-            count_text(text.as_ref(), specials, &mut counts);
-            counts
+        .try_fold(CountTable::default, |mut counts, text| {
+            count_text(text.as_ref(), specials, pattern, &mut counts)?;
+            Ok(counts)
         })
-        .reduce(CountTable::default, CountTable::merge)
+        .try_reduce(CountTable::default, |a, b| Ok(a.merge(b)))
 }
 
 #[cfg(test)]
@@ -87,7 +98,7 @@ mod tests {
     fn counts_pretokens_and_skips_specials() {
         let specials = SpecialSplitter::new(&["<|e|>".to_string()]).unwrap();
         let mut counts = CountTable::default();
-        count_text("the cat<|e|>the cat the", &specials, &mut counts);
+        count_text("the cat<|e|>the cat the", &specials, &Pattern::Gpt2, &mut counts).unwrap();
         let mut seen: Vec<(String, u64)> = Vec::new();
         counts.for_each(|k, v| seen.push((String::from_utf8(k.to_vec()).unwrap(), v)));
         seen.sort();

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
+use crate::pattern::Pattern;
 use crate::progress::Observer;
 use crate::specials::SpecialSplitter;
 
@@ -28,7 +29,7 @@ pub use counts_file::CountsFile;
 pub use merge::Merge;
 pub use table::PretokenCounts;
 
-/// The only pre-tokenizer so far; recorded in count files.
+/// The default pre-tokenizer (CS336's); count files record the one used.
 pub const PATTERN: &str = "gpt2";
 
 /// Default read chunk: big enough that per-chunk overhead vanishes, small
@@ -39,6 +40,8 @@ pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
 pub struct TrainOptions {
     pub vocab_size: usize,
     pub special_tokens: Vec<String>,
+    /// The pre-tokenizer (`Pattern::new`): "gpt2", "cl100k", "o200k" or a regex.
+    pub pattern: String,
     /// Worker threads for pre-tokenization; `None` means all cores.
     pub num_threads: Option<usize>,
     /// Bytes per read chunk; the result never depends on it.
@@ -55,6 +58,7 @@ impl TrainOptions {
         Self {
             vocab_size,
             special_tokens,
+            pattern: PATTERN.to_string(),
             num_threads: None,
             chunk_size: DEFAULT_CHUNK_SIZE,
             min_frequency: 0,
@@ -85,7 +89,13 @@ pub struct TrainStats {
 pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer) -> Result<TrainResult, Error> {
     merges_wanted(options.vocab_size, options.special_tokens.len())?;
     let started = Instant::now();
-    let (counted, threads) = count(paths, &options.special_tokens, options.num_threads, options.chunk_size, observer)?;
+    let settings = CountSettings {
+        special_tokens: &options.special_tokens,
+        pattern: &options.pattern,
+        num_threads: options.num_threads,
+        chunk_size: options.chunk_size,
+    };
+    let (counted, threads) = count(paths, &settings, observer)?;
     let pretokenize_time = started.elapsed();
     let mut result = train_from_counts(counted, options, observer)?;
     result.stats.pretokenize_time = pretokenize_time;
@@ -93,19 +103,31 @@ pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer)
     Ok(result)
 }
 
+/// How a corpus is counted.
+#[derive(Debug, Clone, Copy)]
+pub struct CountSettings<'a> {
+    pub special_tokens: &'a [String],
+    pub pattern: &'a str,
+    pub num_threads: Option<usize>,
+    pub chunk_size: usize,
+}
+
 /// Phase 2 alone: the pre-token counts of `paths` and the number of threads used.
 pub fn count(
     paths: &[PathBuf],
-    special_tokens: &[String],
-    num_threads: Option<usize>,
-    chunk_size: usize,
+    settings: &CountSettings<'_>,
     observer: &dyn Observer,
 ) -> Result<(CountsFile, usize), Error> {
-    let specials = SpecialSplitter::new(special_tokens)?;
-    let pool = build_pool(num_threads)?;
-    let (counts, bytes_counted) = count::count_files(paths, &specials, chunk_size, &pool, observer)?;
-    let counted =
-        CountsFile { pattern: PATTERN.to_string(), special_tokens: special_tokens.to_vec(), bytes_counted, counts };
+    let specials = SpecialSplitter::new(settings.special_tokens)?;
+    let pattern = Pattern::new(settings.pattern)?;
+    let pool = build_pool(settings.num_threads)?;
+    let (counts, bytes_counted) = count::count_files(paths, &specials, &pattern, settings.chunk_size, &pool, observer)?;
+    let counted = CountsFile {
+        pattern: pattern.spec().to_string(),
+        special_tokens: settings.special_tokens.to_vec(),
+        bytes_counted,
+        counts,
+    };
     Ok((counted, pool.current_num_threads()))
 }
 

@@ -1,0 +1,128 @@
+//! The pre-tokenizer: GPT-2's pattern (the default, CS336), OpenAI's cl100k
+//! and o200k presets, or any regex a user gives.
+//!
+//! GPT-2 runs on the hand-written scanner (`pretokenize.rs`), the fast path.
+//! The others run on `fancy-regex`, the engine tiktoken uses for exactly these
+//! patterns (look-around, possessive quantifiers), with the semantics of the
+//! Python `regex` package's `findall`: text between matches is dropped.
+//!
+//! Where a text may be cut for parallel work also depends on the pattern: for
+//! GPT-2 before whitespace that follows a non-space char (see `chunking.rs`);
+//! for the others only at special tokens and file ends, since e.g. cl100k's
+//! `[^\s\p{L}\p{N}]++[\r\n]*+` keeps "!\n" together.
+
+use crate::error::Error;
+use crate::pretokenize::Gpt2Splitter;
+
+/// GPT-2's pattern, as a regex (for tools that need the string).
+pub const GPT2: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
+/// tiktoken's `cl100k_base` (GPT-3.5/4).
+pub const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+
+/// tiktoken's `o200k_base` (GPT-4o).
+pub const O200K: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+(?!\S)",
+    r"|\s+",
+);
+
+#[derive(Debug, Clone, Default)]
+pub enum Pattern {
+    #[default]
+    Gpt2,
+    Regex {
+        spec: String,
+        regex: Box<fancy_regex::Regex>,
+    },
+}
+
+impl Pattern {
+    /// `"gpt2"`, `"cl100k"`, `"o200k"`, or a regex of one's own.
+    pub fn new(spec: &str) -> Result<Self, Error> {
+        let source = match spec {
+            "gpt2" => return Ok(Pattern::Gpt2),
+            "cl100k" => CL100K,
+            "o200k" => O200K,
+            custom => custom,
+        };
+        let regex = fancy_regex::Regex::new(source).map_err(|e| {
+            Error::InvalidArgument(format!(
+                "pattern {spec:?} does not compile: {e}; give \"gpt2\", \"cl100k\", \"o200k\" or a valid regex"
+            ))
+        })?;
+        Ok(Pattern::Regex { spec: spec.to_string(), regex: Box::new(regex) })
+    }
+
+    /// What `new` was given: a preset name or the custom regex.
+    pub fn spec(&self) -> &str {
+        match self {
+            Pattern::Gpt2 => "gpt2",
+            Pattern::Regex { spec, .. } => spec,
+        }
+    }
+
+    /// The regex itself (the preset's, for a preset).
+    pub fn regex_source(&self) -> &str {
+        match self {
+            Pattern::Gpt2 => GPT2,
+            Pattern::Regex { regex, .. } => regex.as_str(),
+        }
+    }
+
+    /// Whether a text may be cut before whitespace that follows a non-space char.
+    pub fn cuts_before_whitespace(&self) -> bool {
+        matches!(self, Pattern::Gpt2)
+    }
+
+    /// Call `visit` with each pre-token of one document, in order.
+    #[inline]
+    pub fn for_each_piece<'t>(&self, text: &'t str, mut visit: impl FnMut(&'t str)) -> Result<(), Error> {
+        match self {
+            Pattern::Gpt2 => Gpt2Splitter::new(text).for_each(visit),
+            Pattern::Regex { spec, regex } => {
+                for found in regex.find_iter(text) {
+                    let found = found
+                        .map_err(|e| Error::InvalidArgument(format!("pattern {spec:?} failed on the input: {e}")))?;
+                    if !found.as_str().is_empty() {
+                        visit(found.as_str());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(spec: &str, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        Pattern::new(spec).unwrap().for_each_piece(text, |p| out.push(p.to_string())).unwrap();
+        out
+    }
+
+    #[test]
+    fn presets_split_as_tiktoken_does() {
+        // cl100k: digits in threes, punctuation keeps its newlines, letters may take one leading char.
+        assert_eq!(
+            pieces("cl100k", "Hello world's 12345  foo!!\n\n bar"),
+            ["Hello", " world", "'s", " ", "123", "45", " ", " foo", "!!\n\n", " bar"]
+        );
+        assert_eq!(pieces("o200k", "HelloWorld's 1234"), ["Hello", "World's", " ", "123", "4"]);
+        assert_eq!(pieces("gpt2", "a\n\n\nb"), ["a", "\n\n", "\n", "b"]);
+        assert_eq!(pieces(r"\w+", "ab, cd"), ["ab", "cd"]); // text between matches is dropped
+    }
+
+    #[test]
+    fn a_bad_regex_names_itself() {
+        let err = Pattern::new("(unclosed").unwrap_err().to_string();
+        assert!(err.starts_with("pattern \"(unclosed\" does not compile: Parsing error at position 9"), "{err}");
+    }
+}
