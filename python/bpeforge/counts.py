@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, count_inputs, expand
-from bpeforge.progress import ProgressBars
+from bpeforge.progress import progress_bars
 from bpeforge.train import (
     PathLike,
     TrainResult,
@@ -45,12 +45,8 @@ def count(
     files = expand(normalize_paths(input_path), glob)
     specials = normalize_specials(special_tokens)
     records = RecordOptions(text_field, text_column, skip_bad_records)
-    bars = ProgressBars() if progress else None
-    try:
+    with progress_bars(progress) as bars:
         return count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
-    finally:
-        if bars is not None:
-            bars.close()
 
 
 def save_counts(counts: Counts, path: PathLike, *, overwrite: bool = False) -> Path:
@@ -102,10 +98,6 @@ def train_from_counts(
     specials = table.special_tokens
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
-    bars = ProgressBars() if progress else None
-    try:
+    with progress_bars(progress) as bars:
         core = table.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    finally:
-        if bars is not None:
-            bars.close()
     return result_from_core(core, specials, table.pattern)

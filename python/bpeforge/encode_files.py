@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bpeforge.npy import NpyWriter
-from bpeforge.progress import ProgressBars
+from bpeforge.progress import progress_bars
 from bpeforge.tokenizer import Tokenizer
 
 DTYPES = {"uint16": 2, "uint32": 4}
@@ -58,12 +58,9 @@ def encode_files(
     started = time.perf_counter()
     paths = [os.fspath(path) for path in inputs]
     with NpyWriter(output, dtype, overwrite=overwrite) as writer:
-        bars = ProgressBars(lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s") if progress else None
-        try:
+        rate = lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s"  # noqa: E731
+        with progress_bars(progress, rate) as bars:
             bytes_in = tokenizer._core.encode_files(paths, DTYPES[dtype], writer.write, threads, None, bars)
-        finally:
-            if bars is not None:
-                bars.close()
         tokens = writer.length
     return EncodeStats(bytes_in, tokens, time.perf_counter() - started)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from tqdm import tqdm
 
@@ -37,3 +38,14 @@ class ProgressBars:
     def close(self) -> None:
         for bar in self._bars.values():
             bar.close()
+
+
+@contextmanager
+def progress_bars(enabled: bool, postfix: Callable[[float], str] | None = None) -> Iterator[ProgressBars | None]:
+    """Bars for the core to report to while the block runs (None when disabled), closed after it."""
+    bars = ProgressBars(postfix) if enabled else None
+    try:
+        yield bars
+    finally:
+        if bars is not None:
+            bars.close()

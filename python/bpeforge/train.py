@@ -9,7 +9,7 @@ from typing import Union
 
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
-from bpeforge.progress import ProgressBars
+from bpeforge.progress import progress_bars
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -106,9 +106,8 @@ def train(
     if chunk_size is not None:
         check_positive("chunk_size", chunk_size)
     paths = [os.fspath(p) for p in files]
-    bars = ProgressBars() if progress else None
     records = RecordOptions(text_field, text_column, skip_bad_records)
-    try:
+    with progress_bars(progress) as bars:
         if all(kind(p) == "text" for p in files):
             core = _core.train(
                 paths,
@@ -124,9 +123,6 @@ def train(
         else:
             counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
             core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    finally:
-        if bars is not None:
-            bars.close()
     result = result_from_core(core, specials, pattern)
     return replace(result, stats=replace(result.stats, skipped_records=records.skipped))
 
@@ -152,12 +148,8 @@ def train_from_iterator(
     check_limits(min_frequency, max_token_length)
     counts = _core.Counts(specials, pattern)
     add_documents(counts, iterator, num_threads)
-    bars = ProgressBars() if progress else None
-    try:
+    with progress_bars(progress) as bars:
         core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    finally:
-        if bars is not None:
-            bars.close()
     return result_from_core(core, specials, pattern)
 
 
