@@ -3,7 +3,7 @@
 //! Immutable once built (`frozen`), so one instance is shared by any number of
 //! Python threads; every method that does real work releases the GIL.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use std::path::PathBuf;
 
@@ -162,13 +162,33 @@ impl PyEncoder {
 
 /// Run `work` without the GIL on `num_threads` threads (all cores for `None`).
 fn with_threads<T: Send>(py: Python<'_>, num_threads: Option<usize>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-    match num_threads {
-        None => Ok(py.detach(work)),
-        Some(_) => {
-            let pool = thread_pool(num_threads)?;
-            Ok(py.detach(|| pool.install(work)))
+    let pool = match num_threads {
+        None => default_pool()?,
+        Some(_) => Arc::new(thread_pool(num_threads)?),
+    };
+    Ok(py.detach(|| pool.install(work)))
+}
+
+/// The all-cores pool, one per process. Not rayon's global pool: after
+/// `fork` (multiprocessing, PyTorch DataLoader workers) the child inherits a
+/// pool whose threads do not exist there, and the first parallel call waits
+/// forever (HF tokenizers' known failure). A child builds its own.
+fn default_pool() -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, pool)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(pool.clone());
         }
     }
+    let pool = Arc::new(thread_pool(None)?);
+    if let Some(inherited) = slot.replace((pid, pool.clone())) {
+        // The parent's pool: its threads are not in this process, so dropping
+        // it could wait on them. Leak it instead.
+        std::mem::forget(inherited);
+    }
+    Ok(pool)
 }
 
 fn thread_pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
