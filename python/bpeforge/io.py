@@ -10,9 +10,12 @@ special tokens and the format version (see docs/format.md).
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import shutil
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -211,12 +214,50 @@ def _write_synced(path: Path, text: str) -> None:
 
 
 def _swap_into_place(staging: Path, directory: Path) -> None:
-    # rename() cannot replace a non-empty directory, so an old one is first
-    # moved aside, then removed once the new one is in place.
+    """Make `staging` be `directory`, atomically where the OS allows.
+
+    A new directory is one rename. An existing one is exchanged with the
+    staging directory in one step (Linux `renameat2(RENAME_EXCHANGE)`), so a
+    kill at any moment leaves either the old directory or the complete new one
+    under the name; the old one, now under the staging name, is removed after.
+    Where the exchange is unavailable, two renames (old aside, new in) leave a
+    moment in which the name is missing, never one in which it is half-written.
+    """
     if not directory.exists():
         os.rename(staging, directory)
+        return
+    if _exchange(staging, directory):
+        shutil.rmtree(staging, ignore_errors=True)
         return
     retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
     os.rename(directory, retired / directory.name)
     os.rename(staging, directory)
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths; False where the system cannot (not Linux, old glibc, some filesystems)."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.ENOTSUP):
+        return False
+    raise OSError(error, os.strerror(error), os.fspath(b))
+
+
+@lru_cache(maxsize=1)
+def _renameat2():
+    # ctypes rather than a dependency: the one syscall Python's os module lacks.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
