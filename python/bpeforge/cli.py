@@ -108,6 +108,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     started = time.perf_counter()
     if args.from_counts is not None:
         result, output, files = _train_from_counts(args, parser), args.output, 1
+        vocab_size = args.vocab_size
     else:
         inputs, output, vocab_size = _train_inputs(args, parser)
         if output.exists() and not args.force:
@@ -135,7 +136,12 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     )
     finished = time.perf_counter()
     print_train_summary(
-        result, output, write_seconds=finished - write_started, total_seconds=finished - started, files=files
+        result,
+        output,
+        requested_vocab_size=vocab_size,
+        write_seconds=finished - write_started,
+        total_seconds=finished - started,
+        files=files,
     )
     return 0
 

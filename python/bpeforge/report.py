@@ -30,7 +30,13 @@ def longest_tokens(result: TrainResult, count: int = 5) -> list[bytes]:
 
 
 def print_train_summary(
-    result: TrainResult, output: Path, *, write_seconds: float, total_seconds: float, files: int
+    result: TrainResult,
+    output: Path,
+    *,
+    requested_vocab_size: int,
+    write_seconds: float,
+    total_seconds: float,
+    files: int,
 ) -> None:
     stats = result.stats
     mib = stats.bytes_read / (1024 * 1024)
@@ -49,6 +55,9 @@ def print_train_summary(
     ]
     if stats.skipped_records:
         lines.append(f"  skipped         {len(stats.skipped_records):,} bad records, first: {stats.skipped_records[0]}")
-    if len(result.vocab) < 256 + len(result.special_tokens) + len(result.merges) or not result.merges:
-        lines.append("  note: the corpus ran out of pairs before reaching the requested vocabulary size")
+    if len(result.vocab) < requested_vocab_size:
+        lines.append(
+            f"  note: the corpus ran out of pairs at {len(result.vocab):,} tokens, short of the "
+            f"{requested_vocab_size:,} asked for (every pre-token is one token already, or hit a limit)"
+        )
     print("\n".join(lines))
