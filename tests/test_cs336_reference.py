@@ -7,7 +7,6 @@ a bug in bpeforge.
 """
 
 import json
-import os
 import pickle
 from collections import Counter
 from pathlib import Path
@@ -18,17 +17,6 @@ from reference_trainer import reference_train_bpe, train_on_word_counts
 
 ENDOFTEXT = "<|endoftext|>"
 TINYSTORIES_5M = "tinystories_sample_5M.txt"
-
-
-@pytest.fixture(scope="module")
-def cs336_dir() -> Path:
-    root = os.environ.get("BPEFORGE_TEST_DATA")
-    if not root:
-        pytest.skip("set BPEFORGE_TEST_DATA=path/to/shared/data to run the CS336 fixture tests")
-    directory = Path(root) / "cs336"
-    # Set but wrong is a broken setup, not a reason to skip.
-    assert directory.is_dir(), f"BPEFORGE_TEST_DATA={root} has no cs336/ directory"
-    return directory
 
 
 def gpt2_bytes_to_unicode() -> dict[int, str]:

@@ -45,30 +45,6 @@ HYPOTHESIS = {"derandomize": True, "deadline": None, "database": None, "max_exam
 # --------------------------------------------------------------------------
 
 
-def shared_data() -> Path:
-    root = os.environ.get("BPEFORGE_TEST_DATA")
-    if not root:
-        pytest.skip("set BPEFORGE_TEST_DATA=path/to/shared/data to run the GPT-2 format tests (they need cs336/)")
-    directory = Path(root) / "cs336"
-    assert directory.is_dir(), f"BPEFORGE_TEST_DATA={root} has no cs336/ directory"
-    return directory
-
-
-@pytest.fixture(scope="module")
-def cs336_dir() -> Path:
-    return shared_data()
-
-
-@pytest.fixture(scope="module")
-def gpt2_files(cs336_dir) -> tuple[Path, Path]:
-    return cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt"
-
-
-@pytest.fixture(scope="module")
-def gpt2(gpt2_files) -> Tokenizer:
-    return Tokenizer.from_files(*gpt2_files, [SPECIAL])
-
-
 @pytest.fixture(scope="module")
 def cs336_texts(cs336_dir) -> dict[str, str]:
     texts = {}
@@ -265,7 +241,7 @@ def test_save_hf_writes_the_layout_hf_reads(trained, tmp_path):
     assert doc["model"]["vocab"][SPECIAL] == trained.token_to_id(SPECIAL)  # HF takes the id from here
 
 
-def test_load_hf_reads_hf_own_gpt2_file(gpt2, gpt2_files, cs336_texts, tmp_path, hf_tokenizers):
+def test_load_hf_reads_hf_own_gpt2_file(gpt2, gpt2_paths, cs336_texts, tmp_path, hf_tokenizers):
     """A tokenizer.json that HF writes for GPT-2: merges as pairs, a ByteLevel post-processor."""
     models, pre_tokenizers, decoders, processors = (
         hf_tokenizers.models,
@@ -273,7 +249,7 @@ def test_load_hf_reads_hf_own_gpt2_file(gpt2, gpt2_files, cs336_texts, tmp_path,
         hf_tokenizers.decoders,
         hf_tokenizers.processors,
     )
-    hf = hf_tokenizers.Tokenizer(models.BPE.from_file(str(gpt2_files[0]), str(gpt2_files[1])))
+    hf = hf_tokenizers.Tokenizer(models.BPE.from_file(str(gpt2_paths[0]), str(gpt2_paths[1])))
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.decoder = decoders.ByteLevel()
     hf.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -412,11 +388,11 @@ def test_load_tiktoken_recovers_exactly_the_merges(tokenizer, tmp_path):
     assert loaded.special_tokens == tokenizer.special_tokens
 
 
-def test_load_tiktoken_gpt2_recovers_all_50000_merges(gpt2, gpt2_files, tmp_path):
+def test_load_tiktoken_gpt2_recovers_all_50000_merges(gpt2, gpt2_paths, tmp_path):
     path = formats.save_tiktoken(gpt2, tmp_path / "gpt2.tiktoken")
     loaded = formats.load_tiktoken(path, special_tokens={SPECIAL: 50256})  # tiktoken's own form
     assert len(loaded.merges) == 50_000
-    assert loaded.merges == io.load_merges(gpt2_files[1])
+    assert loaded.merges == io.load_merges(gpt2_paths[1])
     assert loaded.token_to_id(SPECIAL) == 50256
 
 
@@ -561,10 +537,10 @@ def test_convert_round_trips_between_all_formats(trained, tmp_path, capsys, sour
     assert same_tokenizer(load_as(target, dest, TRAINED_SPECIALS), trained)
 
 
-def test_convert_gpt2_through_every_format(gpt2, gpt2_files, tmp_path):
+def test_convert_gpt2_through_every_format(gpt2, gpt2_paths, tmp_path):
     start = tmp_path / "gpt2"
     start.mkdir()
-    for name, path in zip([io.VOCAB_FILE, io.MERGES_FILE], gpt2_files):
+    for name, path in zip([io.VOCAB_FILE, io.MERGES_FILE], gpt2_paths):
         (start / name).write_bytes(path.read_bytes())  # a bare GPT-2 directory: no bpeforge.json
     chain = [start, tmp_path / "tokenizer.json", tmp_path / "gpt2.tiktoken", tmp_path / "back"]
     for source, dest, target in zip(chain, chain[1:], ["hf", "tiktoken", "gpt2"]):

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-from pathlib import Path
 
 import bpeforge
 import pytest
@@ -86,16 +84,9 @@ def test_vocab_with_a_char_outside_the_byte_table_is_refused(tmp_path):
         io.load_vocab(path)
 
 
-def cs336_dir() -> Path:
-    root = os.environ.get("BPEFORGE_TEST_DATA")
-    if not root:
-        pytest.skip("set BPEFORGE_TEST_DATA=path/to/shared/data to run the tests on the GPT-2 fixture files")
-    return Path(root) / "cs336"
-
-
-def test_loads_gpt2s_own_files():
-    vocab = io.load_vocab(cs336_dir() / "gpt2_vocab.json")
-    merges = io.load_merges(cs336_dir() / "gpt2_merges.txt")
+def test_loads_gpt2s_own_files(gpt2_paths):
+    vocab = io.load_vocab(gpt2_paths[0])
+    merges = io.load_merges(gpt2_paths[1])
     assert len(vocab) == 50257 and len(merges) == 50000
     assert vocab[50256] == b"<|endoftext|>"
     assert vocab[220] == b" "  # GPT-2 does not put bytes at ids 0-255 in byte order

@@ -52,31 +52,6 @@ HYPOTHESIS = {"derandomize": True, "deadline": None, "database": None}
 # --------------------------------------------------------------------------
 
 
-def shared_data() -> Path:
-    root = os.environ.get("BPEFORGE_TEST_DATA")
-    if not root:
-        pytest.skip("set BPEFORGE_TEST_DATA=path/to/shared/data to run the GPT-2 tokenizer tests (they need cs336/)")
-    return Path(root)
-
-
-@pytest.fixture(scope="module")
-def cs336_dir() -> Path:
-    directory = shared_data() / "cs336"
-    # Set but wrong is a broken setup, not a reason to skip.
-    assert directory.is_dir(), f"BPEFORGE_TEST_DATA={directory.parent} has no cs336/ directory"
-    return directory
-
-
-@pytest.fixture(scope="module")
-def gpt2_paths(cs336_dir) -> tuple[Path, Path]:
-    return cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt"
-
-
-@pytest.fixture(scope="module")
-def gpt2(gpt2_paths) -> Tokenizer:
-    return Tokenizer.from_files(*gpt2_paths, [SPECIAL])
-
-
 @pytest.fixture(scope="module")
 def tiktoken_gpt2(gpt2_paths):
     """tiktoken's `gpt2` encoding, from the fixture files instead of a download."""
@@ -541,9 +516,9 @@ def test_encode_iterable_memory_usage(gpt2_paths, cs336_dir):
 
 
 @pytest.fixture(scope="module")
-def gutenberg_5mb(tmp_path_factory) -> Path:
+def gutenberg_5mb(tmp_path_factory, shared_data_dir) -> Path:
     """The first 5 MiB of the shared Gutenberg corpus, cut after a line end."""
-    source = shared_data() / "corpora" / "gutenberg_500MB.txt.xz"
+    source = shared_data_dir / "corpora" / "gutenberg_500MB.txt.xz"
     assert source.is_file(), f"{source} is missing"
     with lzma.open(source) as f:
         data = f.read(5 * MIB)

@@ -1,0 +1,44 @@
+"""Fixtures shared by the test modules: where the shared data lives, and GPT-2.
+
+The CS336 fixtures and the benchmark corpora are not in the repository; tests
+find them through BPEFORGE_TEST_DATA (which `.ci/run` sets) and skip, saying
+so, when it is unset, so that a fresh clone still runs the rest of the suite.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SPECIAL = "<|endoftext|>"
+
+
+@pytest.fixture(scope="session")
+def shared_data_dir() -> Path:
+    root = os.environ.get("BPEFORGE_TEST_DATA")
+    if not root:
+        pytest.skip("set BPEFORGE_TEST_DATA=path/to/shared/data to run the tests on the shared fixtures")
+    return Path(root)
+
+
+@pytest.fixture(scope="session")
+def cs336_dir(shared_data_dir) -> Path:
+    directory = shared_data_dir / "cs336"
+    # Set but wrong is a broken setup, not a reason to skip.
+    assert directory.is_dir(), f"BPEFORGE_TEST_DATA={shared_data_dir} has no cs336/ directory"
+    return directory
+
+
+@pytest.fixture(scope="session")
+def gpt2_paths(cs336_dir) -> tuple[Path, Path]:
+    return cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt"
+
+
+@pytest.fixture(scope="session")
+def gpt2(gpt2_paths):
+    """GPT-2's tokenizer from the CS336 fixture files, with `<|endoftext|>` special."""
+    from bpeforge import Tokenizer
+
+    return Tokenizer.from_files(*gpt2_paths, [SPECIAL])
