@@ -13,6 +13,15 @@ from pathlib import Path
 import pytest
 
 SPECIAL = "<|endoftext|>"
+# The CS336 fixture texts that encoding tests run on.
+CS336_TEXTS = [
+    "corpus.en",
+    "tinystories_sample.txt",
+    "address.txt",
+    "german.txt",
+    "special_token_double_newlines_non_whitespace.txt",
+    "special_token_trailing_newlines.txt",
+]
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +51,13 @@ def gpt2(gpt2_paths):
     from bpeforge import Tokenizer
 
     return Tokenizer.from_files(*gpt2_paths, [SPECIAL])
+
+
+@pytest.fixture(scope="session")
+def cs336_texts(cs336_dir) -> dict[str, str]:
+    """The CS336 texts by name, read with newline="" so CRLF stays CRLF."""
+    texts = {}
+    for name in CS336_TEXTS:
+        with open(cs336_dir / name, encoding="utf-8", newline="") as f:
+            texts[name] = f.read()
+    return texts

@@ -29,29 +29,12 @@ from hypothesis import strategies as st
 
 SPECIAL = "<|endoftext|>"
 TRAINED_SPECIALS = [SPECIAL, "<pad>"]
-CS336_TEXTS = [
-    "corpus.en",
-    "tinystories_sample.txt",
-    "address.txt",
-    "german.txt",
-    "special_token_double_newlines_non_whitespace.txt",
-    "special_token_trailing_newlines.txt",
-]
 HYPOTHESIS = {"derandomize": True, "deadline": None, "database": None, "max_examples": 300}
 
 
 # --------------------------------------------------------------------------
 # Tokenizers and the other tools
 # --------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cs336_texts(cs336_dir) -> dict[str, str]:
-    texts = {}
-    for name in CS336_TEXTS:
-        with open(cs336_dir / name, encoding="utf-8", newline="") as f:  # newline="": CRLF stays CRLF
-            texts[name] = f.read()
-    return texts
 
 
 def generated_corpus(seed: int = 4, documents: int = 600) -> str:

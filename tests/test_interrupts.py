@@ -82,20 +82,25 @@ def interrupt_when_started(cmd: list[str], marker: str) -> tuple[int, str, float
     return proc.returncode, seen + rest, time.monotonic() - sent
 
 
-def test_ctrl_c_stops_counting_and_encoding_cleanly(tmp_path):
+def test_ctrl_c_stops_training_counting_and_encoding_cleanly(tmp_path):
     big = corpus(tmp_path / "big.txt", 150)
     small = corpus(tmp_path / "small.txt", 0.2)
     subprocess.run(bpeforge_cmd("train", str(small), "--vocab-size", "400", "-o", str(tmp_path / "tok")), check=True)
     before = sorted(p.name for p in tmp_path.iterdir())
-    for cmd, marker in (
-        (bpeforge_cmd("count", str(big), "-o", str(tmp_path / "c.bin")), "pre-tokenize"),
-        (
+    commands = {
+        "train": (
+            bpeforge_cmd("train", str(big), "--vocab-size", "60000", "-o", str(tmp_path / "out")),
+            "pre-tokenize",
+        ),
+        "count": (bpeforge_cmd("count", str(big), "-o", str(tmp_path / "c.bin")), "pre-tokenize"),
+        "encode": (
             bpeforge_cmd("encode", str(big), "--tokenizer", str(tmp_path / "tok"), "-o", str(tmp_path / "ids.npy")),
             "encode",
         ),
-    ):
+    }
+    for name, (cmd, marker) in commands.items():
         code, stderr, seconds = interrupt_when_started(cmd, marker)
-        assert code == 130, stderr
+        assert code == 130, f"{name}: {stderr}"
         assert "interrupted" in stderr
-        assert seconds < 3.0, f"{cmd[3]} took {seconds:.1f} s to stop"  # the core checks after every batch
-        assert sorted(p.name for p in tmp_path.iterdir()) == before  # no output, no temporary file
+        assert seconds < 3.0, f"{name} took {seconds:.1f} s to stop"  # the core checks after every batch
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, name  # no output, no temporary file

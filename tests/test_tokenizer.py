@@ -27,19 +27,12 @@ import bpeforge.tokenizer as tokenizer_module
 import pytest
 import regex
 from bpeforge import Tokenizer, io
+from conftest import CS336_TEXTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 SPECIAL = "<|endoftext|>"
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-CS336_TEXTS = [
-    "corpus.en",
-    "tinystories_sample.txt",
-    "address.txt",
-    "german.txt",
-    "special_token_double_newlines_non_whitespace.txt",
-    "special_token_trailing_newlines.txt",
-]
 TINYSTORIES_5M = "tinystories_sample_5M.txt"
 MIB = 1 << 20
 
@@ -63,16 +56,6 @@ def tiktoken_gpt2(gpt2_paths):
         mergeable_ranks={token: token_id for token_id, token in vocab.items() if token_id != 50256},
         special_tokens={SPECIAL: 50256},
     )
-
-
-@pytest.fixture(scope="module")
-def cs336_texts(cs336_dir) -> dict[str, str]:
-    # newline="" keeps the files' exact text (CRLF stays CRLF).
-    texts = {}
-    for name in CS336_TEXTS:
-        with open(cs336_dir / name, encoding="utf-8", newline="") as f:
-            texts[name] = f.read()
-    return texts
 
 
 @pytest.fixture
