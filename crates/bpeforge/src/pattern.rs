@@ -3,8 +3,15 @@
 //!
 //! GPT-2 runs on the hand-written scanner (`pretokenize.rs`), the fast path.
 //! The others run on `fancy-regex`, the engine tiktoken uses for exactly these
-//! patterns (look-around, possessive quantifiers), with the semantics of the
-//! Python `regex` package's `findall`: text between matches is dropped.
+//! patterns (look-around, possessive quantifiers), matching as the Python
+//! `regex` package does: each match, left to right, is a pre-token, and text
+//! between matches is dropped. Unlike `findall`, a match is kept whole even if
+//! the pattern has capture groups, and empty matches are dropped.
+//!
+//! Unicode: fancy-regex's classes are Unicode 16.0, the `regex` package's
+//! 17.0; they differ only on the ~4,700 code points 17.0 newly assigned
+//! (tiktoken splits those as we do). GPT-2's scanner uses tables generated
+//! from `regex` and agrees everywhere. See `tests/test_patterns.py`.
 //!
 //! Where a text may be cut for parallel work also depends on the pattern: for
 //! GPT-2 before whitespace that follows a non-space char (see `chunking.rs`);
@@ -52,7 +59,8 @@ impl Pattern {
         };
         let regex = fancy_regex::Regex::new(source).map_err(|e| {
             Error::InvalidArgument(format!(
-                "pattern {spec:?} does not compile: {e}; give \"gpt2\", \"cl100k\", \"o200k\" or a valid regex"
+                "pattern {spec:?} does not compile: {}; give \"gpt2\", \"cl100k\", \"o200k\" or a valid regex",
+                compile_error_detail(&e)
             ))
         })?;
         Ok(Pattern::Regex { spec: spec.to_string(), regex: Box::new(regex) })
@@ -98,6 +106,21 @@ impl Pattern {
     }
 }
 
+/// The most telling text of a compile error. fancy-regex hands parts of a
+/// pattern to the `regex` crate, whose own syntax error (the pattern with a
+/// caret under the fault, and the reason) it would otherwise reduce to
+/// "error parsing pattern 0".
+fn compile_error_detail(error: &fancy_regex::Error) -> String {
+    if let fancy_regex::Error::CompileError(compile) = error {
+        if let fancy_regex::CompileError::InnerError(build) = compile.as_ref() {
+            if let Some(syntax) = build.syntax_error() {
+                return syntax.to_string();
+            }
+        }
+    }
+    error.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,8 +144,11 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_regex_names_itself() {
+    fn a_bad_regex_names_itself_and_where_it_fails() {
         let err = Pattern::new("(unclosed").unwrap_err().to_string();
         assert!(err.starts_with("pattern \"(unclosed\" does not compile: Parsing error at position 9"), "{err}");
+        // Rejected by the inner regex crate: its caret and reason come through.
+        let err = Pattern::new("[z-a]").unwrap_err().to_string();
+        assert!(err.contains("^^^") && err.contains("invalid character class range"), "{err}");
     }
 }
