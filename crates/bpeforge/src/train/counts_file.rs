@@ -79,9 +79,8 @@ impl CountsFile {
         let mut counts = PretokenCounts::default();
         let mut bytes = Vec::new();
         for _ in 0..entries {
-            let len = read_u32(&mut input).map_err(io_err)? as usize;
-            bytes.resize(len, 0);
-            input.read_exact(&mut bytes).map_err(io_err)?;
+            let len = read_u32(&mut input).map_err(io_err)?;
+            read_exactly(&mut input, len as u64, &mut bytes).map_err(io_err)?;
             let n = read_u64(&mut input).map_err(io_err)?;
             counts.insert(&bytes, n);
         }
@@ -116,9 +115,21 @@ fn write_str(out: &mut impl Write, text: &str, width: usize) -> io::Result<()> {
 fn read_str(input: &mut impl Read, width: usize) -> io::Result<String> {
     let mut len = [0u8; 8];
     input.read_exact(&mut len[..width])?;
-    let mut text = vec![0u8; u64::from_le_bytes(len) as usize];
-    input.read_exact(&mut text)?;
+    let mut text = Vec::new();
+    read_exactly(input, u64::from_le_bytes(len), &mut text)?;
     String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Read `len` bytes into `buf` (replacing its contents). The length comes
+/// from the file, so it is not trusted for an allocation: the buffer grows
+/// only with bytes actually read, and a short file is `UnexpectedEof`.
+fn read_exactly(input: &mut impl Read, len: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    input.take(len).read_to_end(buf)?;
+    if (buf.len() as u64) < len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(())
 }
 
 fn read_u32(input: &mut impl Read) -> io::Result<u32> {
@@ -173,6 +184,18 @@ mod tests {
         written[8] = 7; // format version 7
         let err = CountsFile::read_from(written.as_slice(), "c.bin").unwrap_err();
         assert!(err.to_string().contains("format version 7; this bpeforge reads version 1"), "{err}");
+    }
+
+    #[test]
+    fn a_lying_length_is_a_truncation_not_a_huge_allocation() {
+        let mut written = Vec::new();
+        sample().write_to(&mut written).unwrap();
+        // The pattern's u16 length sits at byte 12; special-token lengths are u32.
+        let mut lying = written.clone();
+        let specials_at = 12 + 2 + 4 + 4; // magic+version, "gpt2" with its length, count
+        lying[specials_at..specials_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = CountsFile::read_from(lying.as_slice(), "c.bin").unwrap_err();
+        assert_eq!(err.to_string(), "c.bin: the file is truncated");
     }
 
     #[test]
