@@ -86,7 +86,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from bpeforge import _core
-from bpeforge.io import decode_token, encode_token
+from bpeforge.io import decode_token, encode_token, read_json
 from bpeforge.tokenizer import Tokenizer
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -162,8 +162,7 @@ def load_hf(path: PathLike) -> Tokenizer:
     encode differently in bpeforge (see the module docstring).
     """
     path = Path(path)
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
+    doc = read_json(path)
     where = f"{path}: "
     if not isinstance(doc, dict) or "model" not in doc:
         raise ValueError(f"{where}not an HF tokenizer.json (no top-level 'model')")
@@ -173,9 +172,13 @@ def load_hf(path: PathLike) -> Tokenizer:
     vocab_text = model.get("vocab")
     if not isinstance(vocab_text, dict):
         raise ValueError(f"{where}model.vocab is not a JSON object mapping token text to ids")
-    specials = _hf_specials(doc.get("added_tokens") or [], vocab_text, where)
+    added_tokens, listed_merges = doc.get("added_tokens") or [], model.get("merges") or []
+    for name, value in (("added_tokens", added_tokens), ("model.merges", listed_merges)):
+        if not isinstance(value, list):
+            raise ValueError(f"{where}{name} must be a JSON array, got {type(value).__name__}")
+    specials = _hf_specials(added_tokens, vocab_text, where)
     vocab = _hf_vocab_bytes(vocab_text, specials, where)
-    merges = [_hf_merge(merge, rank, where) for rank, merge in enumerate(model.get("merges") or [])]
+    merges = [_hf_merge(merge, rank, where) for rank, merge in enumerate(listed_merges)]
     try:
         return Tokenizer(vocab, merges, list(specials))
     except ValueError as err:  # e.g. a byte or a merge result missing from the vocab

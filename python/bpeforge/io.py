@@ -101,24 +101,46 @@ def load(directory: str | os.PathLike[str]) -> tuple[Vocab, Merges]:
 
 def load_vocab(path: str | os.PathLike[str]) -> Vocab:
     """`{token: id}` JSON. Duplicate keys are kept: two ids may share bytes."""
-    with open(path, encoding="utf-8") as f:
-        pairs = json.load(f, object_pairs_hook=list)
-    if not isinstance(pairs, list):
-        raise ValueError(f"{path}: expected a JSON object mapping tokens to ids")
+    pairs = read_json(path, object_pairs_hook=_JsonObject)
+    if not isinstance(pairs, _JsonObject):
+        raise ValueError(f"{path}: expected a JSON object mapping tokens to ids, got {type(pairs).__name__}")
     vocab: Vocab = {}
     for text, token_id in pairs:
-        if not isinstance(token_id, int) or token_id < 0:
-            raise ValueError(f"{path}: token {text!r} has id {token_id!r}; ids must be non-negative integers")
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**32:
+            raise ValueError(f"{path}: token {text!r} has id {token_id!r}; ids must be integers in 0..2**32")
         if token_id in vocab:
             raise ValueError(f"{path}: id {token_id} is given to two tokens")
         vocab[token_id] = decode_token(text, where=f"{path}: ")
     return vocab
 
 
+class _JsonObject(list):
+    """A JSON object read as its (key, value) pairs, told apart from a JSON array."""
+
+
+def read_json(path: str | os.PathLike[str], **options):
+    """Parse a JSON file; every way it can be malformed is a ValueError naming the file."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8"), **options)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 (byte offset {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
+
+
 def load_merges(path: str | os.PathLike[str]) -> Merges:
     """One merge per line, `left right`; a leading `#version` line is skipped."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 (byte offset {err.start})") from None
+    lines = text.split("\n")
     start = 1 if lines and lines[0].startswith("#version") else 0
     merges: Merges = []
     for number, line in enumerate(lines[start:], start=start + 1):
@@ -138,10 +160,18 @@ def load_meta(directory: str | os.PathLike[str]) -> dict:
     path = Path(directory) / META_FILE
     if not path.exists():
         return {"special_tokens": [], "pattern": "gpt2"}
-    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta = read_json(path)
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(meta).__name__}")
     if meta.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path}: format_version {meta.get('format_version')!r}; this bpeforge reads {FORMAT_VERSION}")
-    return {"special_tokens": list(meta.get("special_tokens", [])), "pattern": meta.get("pattern", "gpt2")}
+    specials = meta.get("special_tokens", [])
+    if not isinstance(specials, list) or not all(isinstance(t, str) and t for t in specials):
+        raise ValueError(f"{path}: special_tokens must be a list of non-empty strings, got {specials!r}")
+    pattern = meta.get("pattern", "gpt2")
+    if not isinstance(pattern, str):
+        raise ValueError(f"{path}: pattern must be a string, got {pattern!r}")
+    return {"special_tokens": specials, "pattern": pattern}
 
 
 def load_special_tokens(directory: str | os.PathLike[str]) -> list[str]:

@@ -40,6 +40,7 @@ class Tokenizer:
         pattern: str = "gpt2",
     ) -> None:
         self._vocab = dict(vocab)
+        _check_ids(self._vocab)
         self._merges = [(bytes(left), bytes(right)) for left, right in merges]
         self._special_tokens = _unique_specials(special_tokens)
         _append_missing_specials(self._vocab, self._special_tokens)
@@ -55,14 +56,21 @@ class Tokenizer:
         pattern: str = "gpt2",
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
-        return cls(io.load_vocab(vocab_filepath), io.load_merges(merges_filepath), special_tokens, pattern=pattern)
+        vocab, merges = io.load_vocab(vocab_filepath), io.load_merges(merges_filepath)
+        try:
+            return cls(vocab, merges, special_tokens, pattern=pattern)
+        except ValueError as err:
+            raise ValueError(f"{vocab_filepath}, {merges_filepath}: {err}") from None
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Tokenizer:
         """Load a directory written by `bpeforge.save` / `bpeforge train`, special tokens included."""
         vocab, merges = io.load(directory)
         meta = io.load_meta(directory)
-        return cls(vocab, merges, meta["special_tokens"], pattern=meta["pattern"])
+        try:
+            return cls(vocab, merges, meta["special_tokens"], pattern=meta["pattern"])
+        except ValueError as err:
+            raise ValueError(f"{directory}: {err}") from None
 
     @classmethod
     def from_hf(cls, path: str | os.PathLike[str]) -> Tokenizer:
@@ -171,6 +179,14 @@ class Tokenizer:
         # Pickles as its vocabulary, merges and specials; the Rust tables are
         # rebuilt on load (tens of milliseconds for GPT-2's 50k tokens).
         return (_rebuild, (self._vocab, self._merges, self._special_tokens, self.pattern))
+
+
+def _check_ids(vocab: dict[int, bytes]) -> None:
+    for token_id, token in vocab.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**32:
+            raise ValueError(f"token id {token_id!r} (for {token!r}) must be an integer in 0..2**32")
+        if not isinstance(token, bytes):
+            raise TypeError(f"vocab values must be bytes; id {token_id} has {type(token).__name__}")
 
 
 def _rebuild(vocab: dict[int, bytes], merges: list, special_tokens: list[str], pattern: str) -> Tokenizer:

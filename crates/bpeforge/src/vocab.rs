@@ -89,6 +89,17 @@ impl Vocabulary {
 
 fn token_table(entries: Vec<(u32, Vec<u8>)>) -> Result<Vec<Option<Box<[u8]>>>, Error> {
     let size = entries.iter().map(|&(id, _)| id as usize + 1).max().unwrap_or(0);
+    // The table is indexed by id, so an id far beyond the number of tokens
+    // (a corrupt file: 10^9 in a 50k vocab) would ask for gigabytes. Real
+    // vocabularies are dense, with at most a few gaps (reserved special ids).
+    let limit = 2 * entries.len() + (1 << 16);
+    if size > limit {
+        return Err(Error::InvalidArgument(format!(
+            "token id {} is far beyond the {} tokens of the vocab; ids must be dense (0..{limit})",
+            size - 1,
+            entries.len()
+        )));
+    }
     let mut tokens: Vec<Option<Box<[u8]>>> = vec![None; size];
     for (id, bytes) in entries {
         let slot = &mut tokens[id as usize];
@@ -168,6 +179,14 @@ mod tests {
         assert_eq!(vocab.byte_pair_merge(b'b', b'a'), None);
         assert_eq!(vocab.token(256), Some(b"ab".as_slice()));
         assert_eq!(vocab.id(b"ab"), Some(256));
+    }
+
+    #[test]
+    fn a_huge_id_is_refused_not_allocated() {
+        let mut entries = byte_entries();
+        entries.push((1_000_000_000, b"ab".to_vec()));
+        let err = Vocabulary::new(entries, &[]).unwrap_err().to_string();
+        assert!(err.starts_with("token id 1000000000 is far beyond the 257 tokens"), "{err}");
     }
 
     #[test]

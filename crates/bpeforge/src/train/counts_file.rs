@@ -77,12 +77,18 @@ impl CountsFile {
         let bytes_counted = read_u64(&mut input).map_err(io_err)?;
         let entries = read_u64(&mut input).map_err(io_err)?;
         let mut counts = PretokenCounts::default();
-        let mut bytes = Vec::new();
+        let (mut bytes, mut previous) = (Vec::new(), None::<Vec<u8>>);
         for _ in 0..entries {
             let len = read_u32(&mut input).map_err(io_err)?;
             read_exactly(&mut input, len as u64, &mut bytes).map_err(io_err)?;
             let n = read_u64(&mut input).map_err(io_err)?;
+            // Entries are written sorted and unique; anything else is a damaged
+            // file (and a repeated entry could add up past u64).
+            if previous.as_deref().is_some_and(|p| p >= bytes.as_slice()) {
+                return Err(bad("corrupt: entries are not sorted and unique".into()));
+            }
             counts.insert(&bytes, n);
+            previous = Some(bytes.clone());
         }
         let mut end = [0u8; 4];
         input.read_exact(&mut end).map_err(io_err)?;
@@ -101,8 +107,13 @@ impl CountsFile {
                 other.pattern, other.special_tokens, self.pattern, self.special_tokens
             )));
         }
-        self.bytes_counted += other.bytes_counted;
-        other.counts.for_each(|bytes, n| self.counts.insert(bytes, n));
+        let overflow = || Error::InvalidArgument(format!("{what}: adding its counts overflows 64 bits"));
+        self.bytes_counted = self.bytes_counted.checked_add(other.bytes_counted).ok_or_else(overflow)?;
+        let mut overflowed = false;
+        other.counts.for_each(|bytes, n| overflowed |= self.counts.add_checked(bytes, n).is_none());
+        if overflowed {
+            return Err(overflow());
+        }
         Ok(())
     }
 }
@@ -196,6 +207,28 @@ mod tests {
         lying[specials_at..specials_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = CountsFile::read_from(lying.as_slice(), "c.bin").unwrap_err();
         assert_eq!(err.to_string(), "c.bin: the file is truncated");
+    }
+
+    #[test]
+    fn repeated_entries_and_overflowing_sums_are_refused() {
+        let mut counts = PretokenCounts::default();
+        counts.insert(b"a", u64::MAX);
+        let huge = CountsFile { pattern: "gpt2".into(), counts, ..CountsFile::default() };
+        let mut total = huge.clone();
+        assert!(total.merge(huge.clone(), "h.bin").unwrap_err().to_string().contains("overflows 64 bits"));
+        // A file listing one entry twice (never written by us) is corrupt.
+        let mut written = Vec::new();
+        huge.write_to(&mut written).unwrap();
+        let entry_at = written.len() - 4 - (4 + 1 + 8);
+        let entry = written[entry_at..written.len() - 4].to_vec();
+        let mut doubled = written[..entry_at].to_vec();
+        let count_at = doubled.len() - 8;
+        doubled[count_at..].copy_from_slice(&2u64.to_le_bytes());
+        doubled.extend_from_slice(&entry);
+        doubled.extend_from_slice(&entry);
+        doubled.extend_from_slice(b"END\0");
+        let err = CountsFile::read_from(doubled.as_slice(), "d.bin").unwrap_err().to_string();
+        assert_eq!(err, "d.bin: corrupt: entries are not sorted and unique");
     }
 
     #[test]

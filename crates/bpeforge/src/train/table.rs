@@ -94,10 +94,24 @@ impl PretokenCounts {
 
     /// Add one owned pre-token (tests and callers outside counting).
     pub fn insert(&mut self, pretoken: &[u8], n: u64) {
-        match pack(pretoken) {
-            Some(key) => *self.short.entry(key).or_insert(0) += n,
-            None => *self.long.entry(pretoken.into()).or_insert(0) += n,
-        }
+        // Counting text cannot reach 2^64 occurrences; `add_checked` is for
+        // counts that come from files.
+        let total = match pack(pretoken) {
+            Some(key) => self.short.entry(key).or_insert(0),
+            None => self.long.entry(pretoken.into()).or_insert(0),
+        };
+        *total += n;
+    }
+
+    /// Add a count read from a file or another table; `None` if the sum
+    /// would overflow u64 (the table is then left unchanged for that entry).
+    pub fn add_checked(&mut self, pretoken: &[u8], n: u64) -> Option<()> {
+        let total = match pack(pretoken) {
+            Some(key) => self.short.entry(key).or_insert(0),
+            None => self.long.entry(pretoken.into()).or_insert(0),
+        };
+        *total = total.checked_add(n)?;
+        Some(())
     }
 }
 
