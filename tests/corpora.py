@@ -9,6 +9,8 @@ and special tokens at the start, at the end, back to back and overlapping.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import strategies as st
 
 ENDOFTEXT = "<|endoftext|>"
@@ -131,3 +133,13 @@ def vocab_sizes(draw, specials: list[str], max_merges: int = 300) -> int:
     """From the minimum (no merges at all) to a few hundred merges."""
     minimum = 256 + len(specials)
     return minimum + draw(st.integers(0, max_merges))
+
+
+def write_files(directory: Path, contents: list[str]) -> list[Path]:
+    """Write each text as UTF-8 bytes (binary: no newline translation)."""
+    paths = []
+    for i, text in enumerate(contents):
+        path = directory / f"part{i}.txt"
+        path.write_bytes(text.encode("utf-8"))
+        paths.append(path)
+    return paths

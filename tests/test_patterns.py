@@ -55,7 +55,7 @@ import bpeforge
 import pytest
 import regex
 from bpeforge import Tokenizer
-from corpora import EMOJI, SCRIPT_SAMPLES, split_across_files, training_corpora, vocab_sizes
+from corpora import EMOJI, SCRIPT_SAMPLES, split_across_files, training_corpora, vocab_sizes, write_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_trainer import (
@@ -372,16 +372,6 @@ def reference_train_with_pattern(
                 words[tuple(bytes([b]) for b in piece.encode("utf-8"))] += 1
     merges = train_on_word_counts(words, vocab_size - 256 - len(special_tokens))
     return build_vocab(merges, special_tokens), merges
-
-
-def write_files(directory: Path, contents: list[str]) -> list[Path]:
-    """Each text as UTF-8 bytes (binary: CRLF stays CRLF)."""
-    paths = []
-    for i, text in enumerate(contents):
-        path = directory / f"part{i}.txt"
-        path.write_bytes(text.encode("utf-8"))
-        paths.append(path)
-    return paths
 
 
 # Words and separators that the presets treat differently from GPT-2: punctuation

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import bpeforge
 import pytest
-from corpora import ENDOFTEXT, SCRIPT_SAMPLES, split_across_files, training_corpora, vocab_sizes
+from corpora import ENDOFTEXT, SCRIPT_SAMPLES, split_across_files, training_corpora, vocab_sizes, write_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_trainer import reference_train_bpe
@@ -27,16 +27,6 @@ THREADS = [1, 2, 4]
 # Tiny chunks put a read boundary inside nearly every special token, CRLF and
 # multi-byte character; 4096 is a realistic small buffer.
 CHUNK_SIZES = [1, 7, 64, 4096]
-
-
-def write_files(directory: Path, contents: list[str]) -> list[Path]:
-    """Write each text as UTF-8 bytes (binary: no newline translation)."""
-    paths = []
-    for i, text in enumerate(contents):
-        path = directory / f"part{i}.txt"
-        path.write_bytes(text.encode("utf-8"))
-        paths.append(path)
-    return paths
 
 
 def write_corpus(tmp_path: Path, text: str, name: str = "corpus.txt") -> Path:

@@ -19,6 +19,7 @@ from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainResult as train_result
 from bpeforge.train import train
 
+DEFAULT_SPECIAL = "<|endoftext|>"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
@@ -64,19 +65,27 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     )
     train_cmd.add_argument("--max-token-length", type=int, help="never make a token longer than this many bytes")
     train_cmd.add_argument("--vocab-size", type=int, help="total vocabulary size (default 10000; 4096 with --demo)")
-    train_cmd.add_argument(
-        "--special-token",
-        action="append",
-        dest="special_tokens",
-        metavar="TOK",
-        help="a special token that separates documents (repeatable; default <|endoftext|>)",
-    )
+    _add_special_token_option(train_cmd)
     train_cmd.add_argument("-o", "--output", type=Path, help="output directory (default bpeforge-demo with --demo)")
     train_cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     train_cmd.add_argument("--force", action="store_true", help="replace the output directory if it exists")
     train_cmd.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
     _add_input_options(train_cmd)
     train_cmd.set_defaults(run=_run_train)
+
+
+def _add_special_token_option(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--special-token",
+        action="append",
+        dest="special_tokens",
+        metavar="TOK",
+        help=f"a special token that separates documents (repeatable; default {DEFAULT_SPECIAL})",
+    )
+
+
+def _special_tokens(args: argparse.Namespace) -> list[str]:
+    return args.special_tokens if args.special_tokens is not None else [DEFAULT_SPECIAL]
 
 
 def _add_input_options(cmd: argparse.ArgumentParser) -> None:
@@ -113,7 +122,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         inputs, output, vocab_size = _train_inputs(args, parser)
         if output.exists() and not args.force:
             parser.error(f"{output} already exists; pass --force to replace it")
-        specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
+        specials = _special_tokens(args)
         result = train(
             inputs,
             vocab_size,
@@ -239,13 +248,7 @@ def _add_count(commands: argparse._SubParsersAction) -> None:
         "inputs", nargs="+", metavar="INPUT", help="files or directories: text (.gz/.xz/.zst too), .jsonl, .parquet"
     )
     cmd.add_argument("-o", "--output", required=True, type=Path, help="output count file")
-    cmd.add_argument(
-        "--special-token",
-        action="append",
-        dest="special_tokens",
-        metavar="TOK",
-        help="a special token that separates documents (repeatable; default <|endoftext|>)",
-    )
+    _add_special_token_option(cmd)
     cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
@@ -256,7 +259,7 @@ def _add_count(commands: argparse._SubParsersAction) -> None:
 def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.output.exists() and not args.force:
         parser.error(f"{args.output} already exists; pass --force to replace it")
-    specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
+    specials = _special_tokens(args)
     started = time.perf_counter()
     table = counts.count(
         args.inputs, specials, num_threads=args.threads, progress=not args.no_progress, **_input_kwargs(args)

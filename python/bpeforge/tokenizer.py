@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from bpeforge import _core, io
 from bpeforge.streaming import stable_chunks
+from bpeforge.train import check_positive
 
 # encode_iterable encodes once this many characters are buffered, up to the
 # last point where more text cannot change the ids. Small enough that memory
@@ -109,7 +110,8 @@ class Tokenizer:
 
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
-        _check_threads(num_threads)
+        if num_threads is not None:
+            check_positive("num_threads", num_threads)
         return self._core.encode_batch([_check_str(t) for t in texts], num_threads)
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
@@ -214,13 +216,6 @@ def _append_missing_specials(vocab: dict[int, bytes], special_tokens: list[str])
             vocab[next_id] = encoded
             present.add(encoded)
             next_id += 1
-
-
-def _check_threads(num_threads: object) -> None:
-    if num_threads is not None and (
-        not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1
-    ):
-        raise ValueError(f"num_threads must be a positive integer, or None for all cores; got {num_threads!r}")
 
 
 def _check_str(text: object) -> str:
