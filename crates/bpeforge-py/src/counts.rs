@@ -11,12 +11,14 @@ use std::path::PathBuf;
 use bpeforge::specials::SpecialSplitter;
 use bpeforge::train::{self, count::add_texts, CountSettings, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::{Error, Pattern};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyTuple};
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
 use crate::observer::PyObserver;
+use crate::sources::{to_sources, SourceArg};
 use crate::train_result_to_py;
 
 #[pyclass(module = "bpeforge._core", name = "Counts")]
@@ -35,13 +37,13 @@ impl PyCounts {
         Ok(Self { inner: CountsFile { pattern, special_tokens, ..CountsFile::default() } })
     }
 
-    /// Count text files (each ends a document), in parallel.
+    /// Count text files (each ends a document) or shards of them, in parallel.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (paths, special_tokens, num_threads=None, chunk_size=None, progress=None, pattern="gpt2"))]
     fn from_files(
         py: Python<'_>,
-        paths: Vec<PathBuf>,
+        paths: Vec<SourceArg>,
         special_tokens: Vec<String>,
         num_threads: Option<usize>,
         chunk_size: Option<usize>,
@@ -55,7 +57,8 @@ impl PyCounts {
             num_threads,
             chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
         };
-        let (inner, _) = run_detached(py, &observer, || train::count(&paths, &settings, &observer))?;
+        let sources = to_sources(paths);
+        let (inner, _) = run_detached(py, &observer, || train::count(&sources, &settings, &observer))?;
         Ok(Self { inner })
     }
 
@@ -86,6 +89,25 @@ impl PyCounts {
             inner.write_to(BufWriter::new(file)).map_err(|e| Error::Io { path: path.clone(), source: e })
         })
         .map_err(to_py_err)
+    }
+
+    /// The count file's bytes: how a table travels between processes
+    /// (pickling, Ray's object store) without a file.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut out = Vec::new();
+        self.inner.write_to(&mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let inner = py.detach(|| CountsFile::read_from(data, "count table bytes")).map_err(to_py_err)?;
+        Ok(Self { inner })
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let rebuild = slf.getattr("from_bytes")?;
+        Ok((rebuild, (slf.borrow().to_bytes(slf.py())?,)))
     }
 
     #[staticmethod]

@@ -5,8 +5,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use std::path::PathBuf;
-
 use bpeforge::encode_files::encode_files;
 use bpeforge::train::DEFAULT_CHUNK_SIZE;
 use bpeforge::{Encoder, Pattern, Vocabulary};
@@ -17,6 +15,7 @@ use pyo3::types::{PyBytes, PyInt, PyList};
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
 use crate::observer::PyObserver;
+use crate::sources::{to_sources, SourceArg};
 
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
 pub struct PyEncoder {
@@ -108,7 +107,7 @@ impl PyEncoder {
         Ok(packed.iter().map(|bytes| PyBytes::new(py, bytes)).collect())
     }
 
-    /// Encode files in parallel (see `bpeforge::encode_files`), calling
+    /// Encode files or shards of them in parallel (see `bpeforge::encode_files`), calling
     /// `write(bytes)` with each batch's ids packed `width` bytes each, in
     /// order, and `progress("encode", done, total)` with bytes read.
     #[pyo3(signature = (paths, width, write, num_threads=None, chunk_size=None, progress=None))]
@@ -116,7 +115,7 @@ impl PyEncoder {
     fn encode_files(
         &self,
         py: Python<'_>,
-        paths: Vec<PathBuf>,
+        paths: Vec<SourceArg>,
         width: usize,
         write: Py<PyAny>,
         num_threads: Option<usize>,
@@ -132,7 +131,10 @@ impl PyEncoder {
         };
         let chunk_size = chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
         let pack = |ids: Vec<u32>| pack_ids(&ids, width);
-        run_detached(py, &observer, || encode_files(&self.inner, &paths, chunk_size, &pool, &observer, pack, &mut sink))
+        let sources = to_sources(paths);
+        run_detached(py, &observer, || {
+            encode_files(&self.inner, &sources, chunk_size, &pool, &observer, pack, &mut sink)
+        })
     }
 
     /// Ids are taken as Python ints of any size so that a negative or huge id

@@ -10,6 +10,7 @@ mod encoder;
 mod errors;
 mod observer;
 mod reader;
+mod sources;
 
 use std::path::PathBuf;
 
@@ -84,6 +85,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
     m.add(
         "PATTERNS",

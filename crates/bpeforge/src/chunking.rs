@@ -12,10 +12,11 @@
 //! target: memory is then bounded by the largest piece, not the file.
 
 use std::io::Read;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::input::{open_input, Compression};
+use crate::input::{open_input, open_range, Compression};
 use crate::pretokenize::is_split_point;
 use crate::specials::SpecialSplitter;
 
@@ -32,6 +33,41 @@ pub struct Chunk {
 impl AsRef<str> for Chunk {
     fn as_ref(&self) -> &str {
         &self.text
+    }
+}
+
+/// A whole input file, or a byte range of one whose ends are safe cuts
+/// (`shards.rs` plans them), so that its chunks are those of the whole file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub path: PathBuf,
+    pub range: Option<Range<u64>>,
+}
+
+impl Source {
+    pub fn whole(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into(), range: None }
+    }
+
+    pub fn range(path: impl Into<PathBuf>, range: Range<u64>) -> Self {
+        Self { path: path.into(), range: Some(range) }
+    }
+
+    fn open(&self) -> Result<Box<dyn Read + Send>, Error> {
+        match &self.range {
+            None => open_input(&self.path),
+            Some(range) => open_range(&self.path, range),
+        }
+    }
+
+    fn start(&self) -> u64 {
+        self.range.as_ref().map_or(0, |range| range.start)
+    }
+}
+
+impl From<PathBuf> for Source {
+    fn from(path: PathBuf) -> Self {
+        Source::whole(path)
     }
 }
 
@@ -59,6 +95,13 @@ impl<'s, R: Read> ChunkReader<'s, R> {
             offset: 0,
             eof: false,
         }
+    }
+
+    /// Report byte offsets (of invalid UTF-8, say) as if the input began at
+    /// `offset` of its file, as a shard does.
+    pub fn starting_at(mut self, offset: u64) -> Self {
+        self.offset = offset;
+        self
     }
 
     /// The next chunk, or `None` at the end of the input.
@@ -114,9 +157,14 @@ impl<'s, R: Read> ChunkReader<'s, R> {
 /// input's text size is known only once read). Checking every path up front
 /// also names a missing file, a directory or an unsupported compression
 /// before any work is done.
-pub fn total_size(paths: &[PathBuf]) -> Result<u64, Error> {
+pub fn total_size(sources: &[Source]) -> Result<u64, Error> {
     let (mut total, mut unknown) = (0, false);
-    for path in paths {
+    for source in sources {
+        let path = &source.path;
+        if let Some(range) = &source.range {
+            total += range.end.saturating_sub(range.start);
+            continue;
+        }
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         if meta.is_dir() {
             let err = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a text file");
@@ -140,10 +188,10 @@ pub fn progress_total(total: u64, done: u64) -> u64 {
     }
 }
 
-/// The chunks of all files in order; a file's end is a chunk's end.
+/// The chunks of all sources in order; a source's end is a chunk's end.
 pub struct CorpusChunks<'p, 's> {
-    paths: &'p [PathBuf],
-    next_path: usize,
+    sources: &'p [Source],
+    next_source: usize,
     reader: Option<ChunkReader<'s, Box<dyn Read + Send>>>,
     specials: &'s SpecialSplitter,
     whitespace_cuts: bool,
@@ -151,8 +199,8 @@ pub struct CorpusChunks<'p, 's> {
 }
 
 impl<'p, 's> CorpusChunks<'p, 's> {
-    pub fn new(paths: &'p [PathBuf], specials: &'s SpecialSplitter, whitespace_cuts: bool, chunk_size: usize) -> Self {
-        Self { paths, next_path: 0, reader: None, specials, whitespace_cuts, chunk_size }
+    pub fn new(sources: &'p [Source], specials: &'s SpecialSplitter, whitespace_cuts: bool, chunk_size: usize) -> Self {
+        Self { sources, next_source: 0, reader: None, specials, whitespace_cuts, chunk_size }
     }
 
     /// Chunks adding up to about `max_bytes` (at least one), across files.
@@ -179,12 +227,13 @@ impl<'p, 's> CorpusChunks<'p, 's> {
                 }
                 self.reader = None;
             }
-            let Some(path) = self.paths.get(self.next_path) else {
+            let Some(source) = self.sources.get(self.next_source) else {
                 return Ok(None);
             };
-            self.next_path += 1;
-            let input = open_input(path)?;
-            self.reader = Some(ChunkReader::new(input, path, self.specials, self.whitespace_cuts, self.chunk_size));
+            self.next_source += 1;
+            let reader =
+                ChunkReader::new(source.open()?, &source.path, self.specials, self.whitespace_cuts, self.chunk_size);
+            self.reader = Some(reader.starting_at(source.start()));
         }
     }
 }

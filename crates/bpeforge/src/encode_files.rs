@@ -7,9 +7,7 @@
 //! any number of threads. Each file ends a chunk, so the ids are those of
 //! encoding each file on its own, concatenated.
 
-use std::path::PathBuf;
-
-use crate::chunking::{progress_total, total_size, CorpusChunks};
+use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
 use crate::encode::Encoder;
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
@@ -17,22 +15,22 @@ use crate::progress::{Observer, Phase};
 /// Receives each batch, one converted item per chunk, in input order.
 pub type Sink<'a, T> = dyn FnMut(Vec<T>) -> Result<(), Error> + 'a;
 
-/// Encode `paths`; each chunk's ids go through `convert` on the worker that
+/// Encode `sources`; each chunk's ids go through `convert` on the worker that
 /// encoded them (packing them for a file, say, in parallel too), and each
 /// batch's results go to `sink` in order. Progress is reported in bytes read.
 /// Returns the bytes read.
 pub fn encode_files<T: Send>(
     encoder: &Encoder,
-    paths: &[PathBuf],
+    sources: &[Source],
     chunk_size: usize,
     pool: &rayon::ThreadPool,
     observer: &dyn Observer,
     convert: impl Fn(Vec<u32>) -> T + Sync,
     sink: &mut Sink<'_, T>,
 ) -> Result<u64, Error> {
-    let total_bytes = total_size(paths)?;
+    let total_bytes = total_size(sources)?;
     let mut chunks =
-        CorpusChunks::new(paths, encoder.specials(), encoder.pattern().cuts_before_whitespace(), chunk_size);
+        CorpusChunks::new(sources, encoder.specials(), encoder.pattern().cuts_before_whitespace(), chunk_size);
     let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
     let mut done = 0u64;
     observer.progress(Phase::Encode, 0, total_bytes)?;
@@ -64,13 +62,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let texts = ["a t  t\n\nt<|e|>tt ", "<|e|> x  \u{3000}y t"];
-        let paths: Vec<PathBuf> = texts
+        let paths: Vec<Source> = texts
             .iter()
             .enumerate()
             .map(|(i, text)| {
                 let path = dir.join(format!("{i}.txt"));
                 std::fs::write(&path, text).unwrap();
-                path
+                Source::whole(path)
             })
             .collect();
         let expected: Vec<u32> = texts.iter().flat_map(|text| encoder.encode(text).unwrap()).collect();

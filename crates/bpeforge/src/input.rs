@@ -7,7 +7,8 @@
 //! `cat a.gz b.gz` makes) are read to the end.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::ops::Range;
 use std::path::Path;
 
 use crate::error::Error;
@@ -62,6 +63,31 @@ pub fn open_input(path: &Path) -> Result<Box<dyn Read + Send>, Error> {
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(file).map_err(io_error)?),
         Compression::None | Compression::Unsupported(_) => Box::new(file),
     })
+}
+
+/// A reader of the bytes `range` of an uncompressed file (a shard of it,
+/// see `shards.rs`). A file now shorter than `range.end` is an error, never a
+/// silently shorter shard: it changed since its shards were planned.
+pub fn open_range(path: &Path, range: &Range<u64>) -> Result<Box<dyn Read + Send>, Error> {
+    if Compression::of(path).is_compressed() {
+        return Err(Error::InvalidArgument(format!(
+            "{}: a byte range of a compressed file cannot be read; shard it whole",
+            path.display()
+        )));
+    }
+    let io_error = |e| Error::io(path, e);
+    let mut file = File::open(path).map_err(io_error)?;
+    let len = file.metadata().map_err(io_error)?.len();
+    if len < range.end || range.start > range.end {
+        return Err(Error::InvalidArgument(format!(
+            "{}: bytes {}..{} asked for, but the file has {len} bytes; it changed since its shards were planned",
+            path.display(),
+            range.start,
+            range.end
+        )));
+    }
+    file.seek(SeekFrom::Start(range.start)).map_err(io_error)?;
+    Ok(Box::new(file.take(range.end - range.start)))
 }
 
 #[cfg(test)]

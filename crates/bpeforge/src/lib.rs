@@ -7,6 +7,7 @@
 //! - `charclass` + `unicode_tables`: its character classes, generated from `regex`;
 //! - `specials`: splitting on special tokens, longest first;
 //! - `chunking`: reading files in chunks cut where the result cannot change;
+//! - `shards`: byte ranges of a big file to count or encode on other machines;
 //! - `train`: counting and the merge loop;
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
 //! - `progress`, `error`: how work reports, stops and fails.
@@ -22,6 +23,7 @@ pub mod packed;
 pub mod pattern;
 pub mod pretokenize;
 pub mod progress;
+pub mod shards;
 pub mod specials;
 pub mod train;
 mod unicode_tables;

@@ -6,11 +6,9 @@
 //! pre-token), and the batch's map is folded into the owned corpus-wide table.
 //! Memory: one batch of text plus the table of distinct pre-tokens.
 
-use std::path::PathBuf;
-
 use rayon::prelude::*;
 
-use crate::chunking::{progress_total, total_size, CorpusChunks};
+use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
 use crate::error::Error;
 use crate::pattern::Pattern;
 use crate::progress::{Observer, Phase};
@@ -18,18 +16,18 @@ use crate::specials::{Piece, SpecialSplitter};
 
 use super::table::{CountTable, PretokenCounts};
 
-/// Count the pre-tokens of `paths`, one corpus whose files each end a document.
+/// Count the pre-tokens of `sources`, one corpus whose files each end a document.
 /// Returns the table and the number of bytes read.
 pub fn count_files(
-    paths: &[PathBuf],
+    sources: &[Source],
     specials: &SpecialSplitter,
     pattern: &Pattern,
     chunk_size: usize,
     pool: &rayon::ThreadPool,
     observer: &dyn Observer,
 ) -> Result<(PretokenCounts, u64), Error> {
-    let total_bytes = total_size(paths)?;
-    let mut chunks = CorpusChunks::new(paths, specials, pattern.cuts_before_whitespace(), chunk_size);
+    let total_bytes = total_size(sources)?;
+    let mut chunks = CorpusChunks::new(sources, specials, pattern.cuts_before_whitespace(), chunk_size);
     let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
     let mut counts = PretokenCounts::default();
     let mut done = 0u64;

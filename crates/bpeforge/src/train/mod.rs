@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::chunking::Source;
 use crate::error::Error;
 use crate::pattern::Pattern;
 use crate::progress::Observer;
@@ -95,7 +96,8 @@ pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer)
         num_threads: options.num_threads,
         chunk_size: options.chunk_size,
     };
-    let (counted, threads) = count(paths, &settings, observer)?;
+    let sources: Vec<Source> = paths.iter().cloned().map(Source::whole).collect();
+    let (counted, threads) = count(&sources, &settings, observer)?;
     let pretokenize_time = started.elapsed();
     let mut result = train_from_counts(counted, options, observer)?;
     result.stats.pretokenize_time = pretokenize_time;
@@ -112,16 +114,17 @@ pub struct CountSettings<'a> {
     pub chunk_size: usize,
 }
 
-/// Phase 2 alone: the pre-token counts of `paths` and the number of threads used.
+/// Phase 2 alone: the pre-token counts of `sources` and the number of threads used.
 pub fn count(
-    paths: &[PathBuf],
+    sources: &[Source],
     settings: &CountSettings<'_>,
     observer: &dyn Observer,
 ) -> Result<(CountsFile, usize), Error> {
     let specials = SpecialSplitter::new(settings.special_tokens)?;
     let pattern = Pattern::new(settings.pattern)?;
     let pool = build_pool(settings.num_threads)?;
-    let (counts, bytes_counted) = count::count_files(paths, &specials, &pattern, settings.chunk_size, &pool, observer)?;
+    let (counts, bytes_counted) =
+        count::count_files(sources, &specials, &pattern, settings.chunk_size, &pool, observer)?;
     let counted = CountsFile {
         pattern: pattern.spec().to_string(),
         special_tokens: settings.special_tokens.to_vec(),
