@@ -80,13 +80,12 @@ import base64
 import binascii
 import json
 import os
-import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Union
 
 from bpeforge import _core
-from bpeforge.io import decode_token, encode_token, read_json
+from bpeforge.io import decode_token, encode_token, read_json, write_text_atomically
 from bpeforge.tokenizer import Tokenizer
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -120,7 +119,7 @@ def save_hf(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = False) ->
     docstring) and FileExistsError if `path` exists and `overwrite` is false.
     """
     text = json.dumps(hf_document(tokenizer), ensure_ascii=False, indent=2) + "\n"
-    return _write_file_atomically(Path(path), text, overwrite=overwrite)
+    return write_text_atomically(Path(path), text, overwrite=overwrite)
 
 
 def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
@@ -385,7 +384,7 @@ def save_tiktoken(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = Fal
     """
     ranks = tiktoken_ranks(tokenizer)
     lines = [f"{base64.b64encode(token).decode('ascii')} {rank}\n" for token, rank in ranks.items()]
-    return _write_file_atomically(Path(path), "".join(lines), overwrite=overwrite)
+    return write_text_atomically(Path(path), "".join(lines), overwrite=overwrite)
 
 
 def tiktoken_ranks(tokenizer: Tokenizer) -> dict[bytes, int]:
@@ -570,29 +569,3 @@ def _bpe_by_rank(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> lis
             break
         parts[best : best + 2] = [parts[best] + parts[best + 1]]
     return parts
-
-
-# --------------------------------------------------------------------------
-# Files
-# --------------------------------------------------------------------------
-
-
-def _write_file_atomically(path: Path, text: str, *, overwrite: bool) -> Path:
-    """Write `text` to a temporary sibling, fsync it, then rename it to `path`: all or nothing."""
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
-    # os.open with mode 0o666, not tempfile.mkstemp: the file gets the usual
-    # umask permissions instead of mkstemp's private 0o600.
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
-    return path

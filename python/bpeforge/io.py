@@ -14,6 +14,7 @@ import ctypes
 import errno
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -291,3 +292,24 @@ def _renameat2():
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     function.restype = ctypes.c_int
     return function
+
+
+def write_text_atomically(path: Path, text: str, *, overwrite: bool) -> Path:
+    """Write `text` to a temporary sibling, fsync it, then rename it to `path`: all or nothing."""
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
+    # os.open with mode 0o666, not tempfile.mkstemp: the file gets the usual
+    # umask permissions instead of mkstemp's private 0o600.
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+    return path

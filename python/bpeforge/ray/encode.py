@@ -1,0 +1,210 @@
+"""`bpeforge.ray.encode`: token shards of a corpus, encoded on a Ray cluster.
+
+Layout of `out_dir` (docs/scale-out.md):
+- `job.json`: the plan (tokenizer fingerprint, dtype, shards), written first;
+- `shards/NNNNN.npy`: a shard's ids; `shards/NNNNN.docs.npy`: where each of
+  its documents starts (uint64 token offsets); `shards/NNNNN.json`: its
+  figures, written last, so its presence means the shard is complete;
+- `index.json`: every shard in order with source, range and counts, written
+  when all are complete.
+
+Every file is written under a temporary name and renamed into place, so a
+task killed and retried never leaves a corrupt or duplicate shard, and a
+re-run with the same plan skips the shards already complete.
+Concatenating the shards in index order gives `bpeforge encode`'s ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import ray
+
+from bpeforge.encode_files import choose_dtype
+from bpeforge.io import read_json, write_text_atomically
+from bpeforge.npy import NpyWriter
+from bpeforge.ray import cluster
+from bpeforge.ray.dataset import TEXT_COLUMN, is_dataset, row_blocks
+from bpeforge.ray.jobs import MAX_RETRIES, wait_all
+from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, plan_files
+from bpeforge.tokenizer import Tokenizer
+from bpeforge.train import normalize_paths
+
+FORMAT = "bpeforge-token-shards"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class EncodeResult:
+    out_dir: Path
+    shards: int
+    resumed: int  # shards already complete from an earlier run
+    tokens: int
+
+
+def encode(
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | ray.data.Dataset,
+    tokenizer: Tokenizer,
+    out_dir: str | os.PathLike[str],
+    *,
+    dtype: str | None = None,
+    address: str | None = cluster.LOCAL,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    glob: str | None = None,
+    text_column: str = TEXT_COLUMN,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> EncodeResult:
+    """Encode `inputs` (text files, directories, or a Dataset with a
+    `text_column`) into token shards under `out_dir`, resuming an earlier run."""
+    dtype = choose_dtype(tokenizer, dtype)
+    cluster.connect(address)
+    out = Path(out_dir)
+    if is_dataset(inputs):
+        shards, blocks = row_blocks(inputs, text_column)
+    else:
+        blocks = None
+        shards = plan_files(normalize_paths(inputs), tokenizer.special_tokens, tokenizer.pattern, shard_bytes, glob)
+        _refuse_records(shards)
+    job = {"format": FORMAT, "version": VERSION, "tokenizer": fingerprint(tokenizer), "dtype": dtype}
+    job["shards"] = [shard.to_json() for shard in shards]
+    _start_job(out, job, overwrite)
+    todo = [shard for shard in shards if not _meta_path(out, shard).exists()]
+    box = [ray.put(tokenizer)]  # in a list, so tasks fetch it once per worker (see _tokenizer)
+    task = _encode_shard.options(max_retries=MAX_RETRIES)
+    key = job["tokenizer"]
+    refs = [
+        task.remote(shard, blocks[shard.index] if blocks else None, text_column, box, key, dtype, os.fspath(out))
+        for shard in todo
+    ]
+    wait_all(todo, refs, progress=progress)
+    index = _write_index(out, shards, job)
+    _remove_leftovers(out)
+    return EncodeResult(out, len(shards), len(shards) - len(todo), index["num_tokens"])
+
+
+def read_index(out_dir: str | os.PathLike[str]) -> dict:
+    """`index.json` of a finished job; each shard's `tokens` and `documents` are paths relative to it."""
+    index = read_json(Path(out_dir) / "index.json")
+    if index.get("format") != FORMAT or index.get("version") != VERSION:
+        raise ValueError(f"{out_dir}: not a {FORMAT} v{VERSION} index (format {index.get('format')!r})")
+    return index
+
+
+def fingerprint(tokenizer: Tokenizer) -> str:
+    """A digest of everything that decides the ids: vocab, merges, specials, pattern."""
+    digest = hashlib.sha256()
+    for token_id, token in sorted(tokenizer.vocab.items()):
+        digest.update(b"v%d:%d:" % (token_id, len(token)) + token)
+    for left, right in tokenizer.merges:
+        digest.update(b"m%d:%d:" % (len(left), len(right)) + left + right)
+    digest.update(json.dumps([tokenizer.special_tokens, tokenizer.pattern]).encode())
+    return digest.hexdigest()
+
+
+def _refuse_records(shards: list[Shard]) -> None:
+    records = [shard.source for shard in shards if shard.kind != "text"]
+    if records:
+        raise ValueError(
+            f"{records[0]}: encoding reads text files; for JSON Lines or Parquet pass "
+            f"ray.data.read_json(...) or ray.data.read_parquet(...) as the input"
+        )
+
+
+def _start_job(out: Path, job: dict, overwrite: bool) -> None:
+    """Record the plan, or check that `out` holds this same job to resume."""
+    plan = out / "job.json"
+    if plan.exists() and not overwrite:
+        if read_json(plan) != job:
+            raise FileExistsError(
+                f"{out} holds another job (a different tokenizer, dtype, inputs or shard size); "
+                f"use a new directory, or overwrite=True (CLI: --force) to start over"
+            )
+        return
+    if overwrite and out.exists():
+        shutil.rmtree(out / "shards", ignore_errors=True)
+        (out / "index.json").unlink(missing_ok=True)
+    (out / "shards").mkdir(parents=True, exist_ok=True)
+    write_text_atomically(plan, json.dumps(job, indent=1) + "\n", overwrite=True)
+
+
+def _shard_path(out: Path, shard: Shard, suffix: str) -> Path:
+    return out / "shards" / f"{shard.index:05d}{suffix}"
+
+
+def _meta_path(out: Path, shard: Shard) -> Path:
+    return _shard_path(out, shard, ".json")
+
+
+_TOKENIZERS: dict[str, Tokenizer] = {}  # per worker process, by fingerprint
+
+
+def _tokenizer(box: list, key: str) -> Tokenizer:
+    if key not in _TOKENIZERS:
+        _TOKENIZERS.clear()
+        _TOKENIZERS[key] = ray.get(box[0])
+    return _TOKENIZERS[key]
+
+
+@ray.remote(num_cpus=1)
+def _encode_shard(shard: Shard, block, column: str, box: list, key: str, dtype: str, out_dir: str) -> None:
+    out = Path(out_dir)
+    tokenizer = _tokenizer(box, key)
+    with NpyWriter(_shard_path(out, shard, ".npy"), dtype, overwrite=True) as writer:
+        if block is None:
+            starts = _encode_text(tokenizer, shard, writer)
+        else:
+            starts = _encode_rows(tokenizer, block.column(column).to_pylist(), writer)
+    with NpyWriter(_shard_path(out, shard, ".docs.npy"), "uint64", overwrite=True) as docs:
+        docs.write(starts.astype("<u8").tobytes())
+    meta = {**shard.to_json(), "num_tokens": writer.length, "num_documents": len(starts)}
+    write_text_atomically(_meta_path(out, shard), json.dumps(meta) + "\n", overwrite=True)
+
+
+def _encode_text(tokenizer: Tokenizer, shard: Shard, writer: NpyWriter) -> np.ndarray:
+    """A text shard's ids; a document starts at its file's start and after each
+    special token (at the shard's end if the next shard starts one)."""
+    special_ids = [tokenizer.token_to_id(token) for token in tokenizer.special_tokens]
+    starts = [np.zeros(1 if shard.start in (None, 0) else 0, dtype=np.uint64)]
+
+    def write(data: bytes) -> None:
+        ids = np.frombuffer(data, dtype=writer.dtype)
+        starts.append((np.flatnonzero(np.isin(ids, special_ids)) + 1 + writer.length).astype(np.uint64))
+        writer.write(data)
+
+    tokenizer._core.encode_files([shard.core_source()], writer.dtype.itemsize, write, 1)
+    return np.concatenate(starts)
+
+
+def _encode_rows(tokenizer: Tokenizer, texts: list, writer: NpyWriter) -> np.ndarray:
+    """A Dataset block's ids: each row is a document, following the previous one."""
+    texts = [text for text in texts if text is not None]
+    packed = tokenizer._core.encode_batch_packed(texts, writer.dtype.itemsize, 1)
+    lengths = np.array([len(ids) // writer.dtype.itemsize for ids in packed], dtype=np.uint64)
+    writer.write(b"".join(packed))
+    return np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(lengths)[:-1]]) if len(packed) else lengths
+
+
+def _write_index(out: Path, shards: list[Shard], job: dict) -> dict:
+    entries = []
+    for shard in shards:
+        meta = read_json(_meta_path(out, shard))
+        files = {"tokens": f"shards/{shard.index:05d}.npy", "documents": f"shards/{shard.index:05d}.docs.npy"}
+        entries.append({**files, **meta})
+    index = {"format": FORMAT, "version": VERSION, "tokenizer": job["tokenizer"], "dtype": job["dtype"]}
+    index.update(num_tokens=sum(entry["num_tokens"] for entry in entries), shards=entries)
+    write_text_atomically(out / "index.json", json.dumps(index, indent=1) + "\n", overwrite=True)
+    return index
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Temporary files of killed attempts; no task runs any more."""
+    for leftover in (out / "shards").glob(".*"):
+        leftover.unlink(missing_ok=True)

@@ -1,0 +1,65 @@
+"""Running one Ray task per shard: progress, and failures that name the shard.
+
+Ray retries a task whose worker process died (`max_retries`); an exception
+raised by our code is not retried, since reading the same bytes again fails
+the same way. Either way, once a shard has failed for good, the job stops with
+that shard named: the other tasks are cancelled and shards already written
+stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import ray
+from tqdm.auto import tqdm
+
+from bpeforge.ray.shards import Shard
+
+# Attempts after a worker process dies (killed, out of memory, node lost).
+MAX_RETRIES = 3
+
+
+class ShardFailed(RuntimeError):
+    """A shard failed after its retries; the message names it and why."""
+
+    def __init__(self, shard: Shard, cause: BaseException) -> None:
+        super().__init__(f"{shard.describe()} failed: {_reason(cause)}")
+        self.shard = shard
+
+
+def wait_all(
+    shards: Sequence[Shard],
+    refs: Sequence[ray.ObjectRef],
+    *,
+    progress: bool,
+    unit: str = "shard",
+    on_done: Callable[[Shard, ray.ObjectRef], None] | None = None,
+) -> None:
+    """Wait for every shard's task, in any order; raise `ShardFailed` on the first failure."""
+    pending = dict(zip(refs, shards, strict=True))
+    with tqdm(total=len(refs), unit=unit, disable=not progress, desc="shards") as bar:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1, fetch_local=False)
+            for ref in done:
+                shard = pending.pop(ref)
+                try:
+                    ray.get(ref) if on_done is None else on_done(shard, ref)
+                except Exception as err:
+                    for other in pending:
+                        ray.cancel(other, force=True)
+                    raise ShardFailed(shard, err) from err
+                bar.update(1)
+
+
+def _reason(err: BaseException) -> str:
+    """The root cause, not Ray's wrapper with its remote traceback."""
+    if isinstance(err, ray.exceptions.RayTaskError):
+        cause = err.as_instanceof_cause()
+        inner = getattr(err, "cause", None)
+        if inner is not None:
+            return f"{type(inner).__name__}: {inner}"
+        return str(cause).splitlines()[-1]
+    if isinstance(err, ray.exceptions.WorkerCrashedError | ray.exceptions.NodeDiedError):
+        return f"its worker process died {MAX_RETRIES + 1} times ({type(err).__name__})"
+    return f"{type(err).__name__}: {err}"
