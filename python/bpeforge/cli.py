@@ -101,6 +101,16 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_ray_option(cmd: argparse.ArgumentParser, result: str) -> None:
+    cmd.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help=f"run on the Ray cluster at ADDRESS (host:port, 'auto'), or on a local one without ADDRESS; {result}",
+    )
+
+
 def _input_kwargs(args: argparse.Namespace) -> dict:
     return {
         "pattern": args.pattern,
@@ -192,17 +202,22 @@ def _add_encode(commands: argparse._SubParsersAction) -> None:
     )
     cmd.add_argument("inputs", nargs="+", metavar="INPUT", help="UTF-8 text files")
     cmd.add_argument("--tokenizer", required=True, type=Path, help="directory written by `bpeforge train`")
-    cmd.add_argument("-o", "--output", required=True, type=Path, help="output .npy file")
+    cmd.add_argument("-o", "--output", required=True, type=Path, help="output .npy file (with --ray: a directory)")
     cmd.add_argument("--dtype", choices=sorted(encode_files.DTYPES), help="default: uint16 when the vocab fits")
     cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    _add_ray_option(cmd, "token shards and an index.json in the -o directory, resumable")
     cmd.set_defaults(run=_run_encode)
 
 
 def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
+    if args.ray is not None:
+        from bpeforge.ray.cli import run_encode
+
+        return run_encode(args)
     tokenizer = Tokenizer.load(args.tokenizer)
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
     stats = encode_files.encode_files(
@@ -253,6 +268,7 @@ def _add_count(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     _add_input_options(cmd)
+    _add_ray_option(cmd, "the count file is the same as without --ray")
     cmd.set_defaults(run=_run_count)
 
 
@@ -260,6 +276,10 @@ def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if args.output.exists() and not args.force:
         parser.error(f"{args.output} already exists; pass --force to replace it")
     specials = _special_tokens(args)
+    if args.ray is not None:
+        from bpeforge.ray.cli import run_count
+
+        return run_count(args, specials, _input_kwargs(args))
     started = time.perf_counter()
     table = counts.count(
         args.inputs, specials, num_threads=args.threads, progress=not args.no_progress, **_input_kwargs(args)

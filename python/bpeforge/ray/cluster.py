@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 
 try:
@@ -25,15 +26,37 @@ def connect(address: str | None = LOCAL, *, num_cpus: int | None = None) -> None
     local one for `None`/"local". A cluster this process already joined is used as is."""
     if ray.is_initialized():
         return
+    quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
     if address in (None, LOCAL):
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+        ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
         return
     if address != "auto":
         _check_reachable(address)
+    _send_auth_token()
     try:
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, TimeoutError) as err:
         raise ClusterUnreachable(f"cannot join the Ray cluster at {address}: {err}") from err
+
+
+def _send_auth_token() -> None:
+    """Send this machine's Ray token when joining a cluster by address.
+
+    Since Ray 2.59, `ray start --head` turns token authentication on when a
+    token file exists (~/.ray/auth_token, which any local `ray.init()`
+    writes), but `ray.init(address=...)` does not send it, so joining fails
+    with InvalidAuthToken (ray-project/ray#64755, review). Ray's own helper
+    turns token mode on for this process when a token exists and
+    RAY_AUTH_MODE is unset; a cluster without authentication ignores it.
+    Older Rays have neither the helper nor the problem.
+    """
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 def _check_reachable(address: str) -> None:

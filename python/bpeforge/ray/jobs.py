@@ -37,7 +37,7 @@ def wait_all(
     on_done: Callable[[Shard, ray.ObjectRef], None] | None = None,
 ) -> None:
     """Wait for every shard's task, in any order; raise `ShardFailed` on the first failure."""
-    pending = dict(zip(refs, shards, strict=True))
+    pending = dict(zip(refs, shards))
     with tqdm(total=len(refs), unit=unit, disable=not progress, desc="shards") as bar:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, fetch_local=False)
@@ -60,6 +60,6 @@ def _reason(err: BaseException) -> str:
         if inner is not None:
             return f"{type(inner).__name__}: {inner}"
         return str(cause).splitlines()[-1]
-    if isinstance(err, ray.exceptions.WorkerCrashedError | ray.exceptions.NodeDiedError):
+    if isinstance(err, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)):
         return f"its worker process died {MAX_RETRIES + 1} times ({type(err).__name__})"
     return f"{type(err).__name__}: {err}"

@@ -1,0 +1,69 @@
+"""`bpeforge count|encode ... --ray [ADDRESS]`: the same commands, run on a Ray cluster.
+
+Imported only when `--ray` is given, so the CLI works without Ray installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from bpeforge import counts
+from bpeforge.ray import cluster
+from bpeforge.ray.count import count
+from bpeforge.ray.encode import encode
+from bpeforge.ray.jobs import ShardFailed
+from bpeforge.tokenizer import Tokenizer
+
+EXIT_JOB_FAILED = 1
+
+
+def run_count(args: argparse.Namespace, specials: list[str], input_kwargs: dict) -> int:
+    started = time.perf_counter()
+    with _job_errors():
+        table = count(args.inputs, specials, address=args.ray, progress=not args.no_progress, **input_kwargs)
+    counts.save_counts(table, args.output, overwrite=args.force)
+    print(
+        f"wrote {args.output}: {len(table):,} unique pre-tokens from {table.bytes_counted / 2**20:,.1f} MiB "
+        f"in {time.perf_counter() - started:.2f} s on Ray ({_where(args.ray)})"
+    )
+    return 0
+
+
+def run_encode(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    tokenizer = Tokenizer.load(args.tokenizer)
+    with _job_errors():
+        result = encode(
+            args.inputs,
+            tokenizer,
+            args.output,
+            dtype=args.dtype,
+            address=args.ray,
+            overwrite=args.force,
+            progress=not args.no_progress,
+        )
+    resumed = f", {result.resumed} already done" if result.resumed else ""
+    print(
+        f"wrote {result.out_dir}/index.json: {result.tokens:,} tokens in {result.shards} shards{resumed}, "
+        f"{time.perf_counter() - started:.2f} s on Ray ({_where(args.ray)})"
+    )
+    return 0
+
+
+class _job_errors:
+    """A failed shard ends the command with its name, not a traceback."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if isinstance(error, ShardFailed):
+            print(f"bpeforge: error: {error}; finished shards are kept", file=sys.stderr)
+            raise SystemExit(EXIT_JOB_FAILED)
+        return False
+
+
+def _where(address: str) -> str:
+    return "a local cluster" if address == cluster.LOCAL else address
