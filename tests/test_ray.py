@@ -230,11 +230,24 @@ def test_cli_count_and_encode_on_the_cluster_match_the_single_machine_files(clus
     bpeforge.save(tokenizer.vocab, tokenizer.merges, tokenizer_dir, special_tokens=[SPECIAL])
     paths = [str(p) for p in corpus]
     cli = [sys.executable, "-m", "bpeforge"]
-    _run([*cli, "count", *paths, "-o", str(tmp_path / "ray.counts"), "--ray", cluster, "--no-progress"])
+    _run(
+        [
+            *cli,
+            "count",
+            *paths,
+            "-o",
+            str(tmp_path / "ray.counts"),
+            "--ray",
+            cluster,
+            "--shard-mb",
+            "0.0625",
+            "--no-progress",
+        ]
+    )
     _run([*cli, "count", *paths, "-o", str(tmp_path / "one.counts"), "--no-progress"])
     assert (tmp_path / "ray.counts").read_bytes() == (tmp_path / "one.counts").read_bytes()
     encode = [*cli, "encode", *paths[:2], "--tokenizer", str(tokenizer_dir), "--no-progress"]
-    _run([*encode, "-o", str(tmp_path / "tokens"), "--ray", cluster])
+    _run([*encode, "-o", str(tmp_path / "tokens"), "--ray", cluster, "--shard-mb", "0.0625"])
     _run([*encode, "-o", str(tmp_path / "one.npy")])
     assert np.array_equal(_concatenated(tmp_path / "tokens"), np.load(tmp_path / "one.npy"))
 

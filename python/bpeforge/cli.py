@@ -109,6 +109,7 @@ def _add_ray_option(cmd: argparse.ArgumentParser, result: str) -> None:
         metavar="ADDRESS",
         help=f"run on the Ray cluster at ADDRESS (host:port, 'auto'), or on a local one without ADDRESS; {result}",
     )
+    cmd.add_argument("--shard-mb", type=float, default=64, help="with --ray: MiB of text per task (default 64)")
 
 
 def _input_kwargs(args: argparse.Namespace) -> dict:

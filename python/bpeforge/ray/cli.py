@@ -22,7 +22,14 @@ EXIT_JOB_FAILED = 1
 def run_count(args: argparse.Namespace, specials: list[str], input_kwargs: dict) -> int:
     started = time.perf_counter()
     with _job_errors():
-        table = count(args.inputs, specials, address=args.ray, progress=not args.no_progress, **input_kwargs)
+        table = count(
+            args.inputs,
+            specials,
+            address=args.ray,
+            shard_bytes=_shard_bytes(args),
+            progress=not args.no_progress,
+            **input_kwargs,
+        )
     counts.save_counts(table, args.output, overwrite=args.force)
     print(
         f"wrote {args.output}: {len(table):,} unique pre-tokens from {table.bytes_counted / 2**20:,.1f} MiB "
@@ -41,6 +48,7 @@ def run_encode(args: argparse.Namespace) -> int:
             args.output,
             dtype=args.dtype,
             address=args.ray,
+            shard_bytes=_shard_bytes(args),
             overwrite=args.force,
             progress=not args.no_progress,
         )
@@ -63,6 +71,12 @@ class _job_errors:
             print(f"bpeforge: error: {error}; finished shards are kept", file=sys.stderr)
             raise SystemExit(EXIT_JOB_FAILED)
         return False
+
+
+def _shard_bytes(args: argparse.Namespace) -> int:
+    if args.shard_mb <= 0:
+        raise ValueError(f"--shard-mb must be positive, got {args.shard_mb}")
+    return max(1, int(args.shard_mb * 2**20))
 
 
 def _where(address: str) -> str:
