@@ -14,8 +14,15 @@ def train(
     num_threads: int | None = None,
     chunk_size: int | None = None,
     progress: Callable[[str, int, int], Any] | None = None,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    pattern: str = "gpt2",
+    profile: bool = False,
 ) -> tuple[list[bytes], list[tuple[bytes, bytes]], dict[str, Any]]: ...
 def pretokenize(text: str, pattern: str = "gpt2") -> list[str]: ...
+def plan_shards(
+    path: str | PathLike[str], target: int, special_tokens: Sequence[str], pattern: str = "gpt2"
+) -> list[tuple[int, int] | None]: ...
 
 class Encoder:
     def __init__(

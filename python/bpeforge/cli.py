@@ -12,8 +12,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bpeforge import counts, demo, encode_files, io
+from bpeforge import counts, demo, encode_files, io, train_report
 from bpeforge.convert import add_convert_command
+from bpeforge.inspect_cli import add_inspect_commands
 from bpeforge.report import print_train_summary
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainResult as train_result
@@ -45,6 +46,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_encode(commands)
     _add_decode(commands)
     add_convert_command(commands)
+    add_inspect_commands(commands)
     return parser
 
 
@@ -70,6 +72,12 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     train_cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     train_cmd.add_argument("--force", action="store_true", help="replace the output directory if it exists")
     train_cmd.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    train_cmd.add_argument(
+        "--profile",
+        action="store_true",
+        help=f"print the time of each phase (read, pre-tokenize, count, merge loop, write) and save it to "
+        f"DIR/{train_report.REPORT_FILE}; counting runs somewhat slower to time its parts apart",
+    )
     _add_input_options(train_cmd)
     train_cmd.set_defaults(run=_run_train)
 
@@ -142,6 +150,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             progress=not args.no_progress,
             min_frequency=args.min_frequency,
             max_token_length=args.max_token_length,
+            profile=args.profile,
             **_input_kwargs(args),
         )
         files = len(inputs)
@@ -163,6 +172,12 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         total_seconds=finished - started,
         files=files,
     )
+    if args.profile:
+        report = train_report.build_report(
+            result, write_seconds=finished - write_started, total_seconds=finished - started
+        )
+        print(train_report.format_report(report))
+        print(f"wrote {train_report.save_report(output, report)}")
     return 0
 
 

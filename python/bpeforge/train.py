@@ -24,6 +24,9 @@ class TrainStats:
     merge_seconds: float
     threads: int
     skipped_records: list[str] = field(default_factory=list)  # with skip_bad_records: "file:line: why"
+    # Seconds spent counting text files: "read" (overlaps the rest), "batches", "fold", and with
+    # profile=True "pretokenize_cpu"/"count_cpu" (all threads). Empty for other inputs.
+    count_profile: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,13 +92,15 @@ def train(
     text_column: str = "text",
     skip_bad_records: bool = False,
     pattern: str = "gpt2",
+    profile: bool = False,
 ) -> TrainResult:
     """Like `train_bpe`, with the special tokens and run figures kept.
 
     Inputs may also be directories (searched recursively, `glob` filters
     names), `.gz`/`.xz`/`.zst` text, JSON Lines (`text_field` of each record)
     and Parquet (`text_column` of each row); each record is a document. See
-    `bpeforge.inputs`.
+    `bpeforge.inputs`. `profile` times pre-tokenizing and counting apart
+    (`stats.count_profile`), which makes counting somewhat slower.
     """
     files = expand(normalize_paths(input_path), glob)
     specials = normalize_specials(special_tokens)
@@ -119,6 +124,7 @@ def train(
                 min_frequency or 0,
                 max_token_length,
                 pattern,
+                profile,
             )
         else:
             counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)

@@ -56,9 +56,10 @@ impl PyCounts {
             pattern,
             num_threads,
             chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
+            profile: false,
         };
         let sources = to_sources(paths);
-        let (inner, _) = run_detached(py, &observer, || train::count(&sources, &settings, &observer))?;
+        let (inner, _, _) = run_detached(py, &observer, || train::count(&sources, &settings, &observer))?;
         Ok(Self { inner })
     }
 

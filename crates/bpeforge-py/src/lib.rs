@@ -27,7 +27,7 @@ use observer::PyObserver;
 #[pyfunction]
 #[pyo3(signature = (
     paths, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None,
-    min_frequency=0, max_token_length=None, pattern="gpt2",
+    min_frequency=0, max_token_length=None, pattern="gpt2", profile=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn train<'py>(
@@ -41,9 +41,11 @@ fn train<'py>(
     min_frequency: u64,
     max_token_length: Option<usize>,
     pattern: &str,
+    profile: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let options = TrainOptions {
         pattern: pattern.to_string(),
+        profile,
         num_threads,
         chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
         min_frequency,
@@ -65,6 +67,14 @@ pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> 
     stats.set_item("pretokenize_seconds", result.stats.pretokenize_time.as_secs_f64())?;
     stats.set_item("merge_seconds", result.stats.merge_time.as_secs_f64())?;
     stats.set_item("threads", result.stats.threads)?;
+    let profile = &result.stats.count_profile;
+    let seconds = PyDict::new(py);
+    seconds.set_item("read", profile.read.as_secs_f64())?;
+    seconds.set_item("batches", profile.batches.as_secs_f64())?;
+    seconds.set_item("fold", profile.fold.as_secs_f64())?;
+    seconds.set_item("pretokenize_cpu", profile.pretokenize_cpu.as_secs_f64())?;
+    seconds.set_item("count_cpu", profile.count_cpu.as_secs_f64())?;
+    stats.set_item("count_profile", seconds)?;
     PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
 }
 

@@ -131,7 +131,7 @@ mod tests {
     use super::*;
     use crate::pattern::Pattern;
     use crate::specials::SpecialSplitter;
-    use crate::train::count::count_files;
+    use crate::train::count::{count_files, Counting};
     use crate::Silent;
 
     /// A small deterministic generator (no crate needed for a test this size).
@@ -172,7 +172,8 @@ mod tests {
 
     fn counts(sources: &[Source], specials: &SpecialSplitter, pattern: &Pattern) -> Vec<(Vec<u8>, u64)> {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let (table, _) = count_files(sources, specials, pattern, 7, &pool, &Silent).unwrap();
+        let how = Counting { specials, pattern, chunk_size: 7, profile: false };
+        let (table, _, _) = count_files(sources, &how, &pool, &Silent).unwrap();
         let mut entries = Vec::new();
         table.for_each(|k, v| entries.push((k.to_vec(), v)));
         entries.sort();

@@ -6,6 +6,8 @@
 //! pre-token), and the batch's map is folded into the owned corpus-wide table.
 //! Memory: one batch of text plus the table of distinct pre-tokens.
 
+use std::time::Duration;
+
 use rayon::prelude::*;
 
 use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
@@ -14,35 +16,76 @@ use crate::pattern::Pattern;
 use crate::progress::{Observer, Phase};
 use crate::specials::{Piece, SpecialSplitter};
 
+use super::profile::{timed, CountProfile};
 use super::table::{CountTable, PretokenCounts};
 
+/// How one corpus is counted: its pre-tokenizer and special tokens, the read
+/// chunk size, and whether to split the batches' time (`profile.rs`).
+pub struct Counting<'a> {
+    pub specials: &'a SpecialSplitter,
+    pub pattern: &'a Pattern,
+    pub chunk_size: usize,
+    pub profile: bool,
+}
+
 /// Count the pre-tokens of `sources`, one corpus whose files each end a document.
-/// Returns the table and the number of bytes read.
+/// Returns the table, the number of bytes read and where the time went.
 pub fn count_files(
     sources: &[Source],
-    specials: &SpecialSplitter,
-    pattern: &Pattern,
-    chunk_size: usize,
+    how: &Counting<'_>,
     pool: &rayon::ThreadPool,
     observer: &dyn Observer,
-) -> Result<(PretokenCounts, u64), Error> {
+) -> Result<(PretokenCounts, u64, CountProfile), Error> {
     let total_bytes = total_size(sources)?;
-    let mut chunks = CorpusChunks::new(sources, specials, pattern.cuts_before_whitespace(), chunk_size);
-    let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
-    let mut counts = PretokenCounts::default();
+    let mut chunks = CorpusChunks::new(sources, how.specials, how.pattern.cuts_before_whitespace(), how.chunk_size);
+    let batch_bytes = how.chunk_size.saturating_mul(2 * pool.current_num_threads());
+    let (mut counts, mut profile) = (PretokenCounts::default(), CountProfile::default());
     let mut done = 0u64;
     observer.progress(Phase::Pretokenize, 0, total_bytes)?;
-    let mut batch = chunks.next_batch(batch_bytes)?;
+    let mut batch = timed(&mut profile.read, || chunks.next_batch(batch_bytes))?;
     while !batch.is_empty() {
         // Read the next batch on one worker while the others count this one.
-        let (batch_counts, next_batch) =
-            pool.install(|| rayon::join(|| count_batch(&batch, specials, pattern), || chunks.next_batch(batch_bytes)));
-        counts.absorb(batch_counts?);
+        let (mut batch_time, mut read_time) = (Default::default(), Default::default());
+        let count = || timed(&mut batch_time, || count_chunks(&batch, how, &mut profile));
+        let read = || timed(&mut read_time, || chunks.next_batch(batch_bytes));
+        let (batch_counts, next_batch) = pool.install(|| rayon::join(count, read));
+        let batch_counts = batch_counts?;
+        timed(&mut profile.fold, || counts.absorb(batch_counts));
+        (profile.batches, profile.read) = (profile.batches + batch_time, profile.read + read_time);
         done += batch.iter().map(|c| c.text.len() as u64).sum::<u64>();
         observer.progress(Phase::Pretokenize, done, progress_total(total_bytes, done))?;
         batch = next_batch?;
     }
-    Ok((counts, done))
+    Ok((counts, done, profile))
+}
+
+fn count_chunks<'a>(
+    batch: &'a [crate::chunking::Chunk],
+    how: &Counting<'_>,
+    profile: &mut CountProfile,
+) -> Result<CountTable<&'a [u8]>, Error> {
+    if !how.profile {
+        return count_batch(batch, how.specials, how.pattern);
+    }
+    let (table, pretokenize_cpu, count_cpu) = count_batch_profiled(batch, how.specials, how.pattern)?;
+    profile.pretokenize_cpu += pretokenize_cpu;
+    profile.count_cpu += count_cpu;
+    Ok(table)
+}
+
+/// Call `visit` with each pre-token of one text that may hold several documents.
+fn for_each_pretoken<'a>(
+    text: &'a str,
+    specials: &SpecialSplitter,
+    pattern: &Pattern,
+    mut visit: impl FnMut(&'a str),
+) -> Result<(), Error> {
+    for piece in specials.split(text) {
+        if let Piece::Text(document) = piece {
+            pattern.for_each_piece(document, &mut visit)?;
+        }
+    }
+    Ok(())
 }
 
 /// Count one text that may hold several documents.
@@ -52,12 +95,7 @@ pub fn count_text<'a>(
     pattern: &Pattern,
     counts: &mut CountTable<&'a [u8]>,
 ) -> Result<(), Error> {
-    for piece in specials.split(text) {
-        if let Piece::Text(document) = piece {
-            pattern.for_each_piece(document, |pretoken| counts.add(pretoken.as_bytes(), 1))?;
-        }
-    }
-    Ok(())
+    for_each_pretoken(text, specials, pattern, |pretoken| counts.add(pretoken.as_bytes(), 1))
 }
 
 /// Add the pre-tokens of `texts`, each a whole document (as if separated by a
@@ -86,6 +124,24 @@ fn count_batch<'a, T: AsRef<str> + Sync>(
             Ok(counts)
         })
         .try_reduce(CountTable::default, |a, b| Ok(a.merge(b)))
+}
+
+/// `count_batch`, pre-tokenizing each text whole before counting it, to time the two apart.
+fn count_batch_profiled<'a, T: AsRef<str> + Sync>(
+    texts: &'a [T],
+    specials: &SpecialSplitter,
+    pattern: &Pattern,
+) -> Result<(CountTable<&'a [u8]>, Duration, Duration), Error> {
+    let start = || (CountTable::default(), Duration::ZERO, Duration::ZERO);
+    texts
+        .par_iter()
+        .try_fold(start, |(mut counts, mut pretokenize, mut count), text| {
+            let mut pieces = Vec::new();
+            timed(&mut pretokenize, || for_each_pretoken(text.as_ref(), specials, pattern, |p| pieces.push(p)))?;
+            timed(&mut count, || pieces.iter().for_each(|piece| counts.add(piece.as_bytes(), 1)));
+            Ok((counts, pretokenize, count))
+        })
+        .try_reduce(start, |a, b| Ok((a.0.merge(b.0), a.1 + b.1, a.2 + b.2)))
 }
 
 #[cfg(test)]
