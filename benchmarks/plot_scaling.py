@@ -314,12 +314,24 @@ def draw_panel(ax: Any, points: list[Point], panel: tuple[str, ...], fixed: str)
     ax.grid(True, which="major", alpha=0.3)
 
 
-def _subtitle(meta: dict[str, Any]) -> str:
+def _title(meta: dict[str, Any]) -> str:
     runs = "one run" if meta["repeat"] == 1 else f"best of {meta['repeat']}"
     return (
-        f"Gutenberg prefixes; {runs} per point, each a fresh process; time = the training call, "
-        f"memory = the child's peak RSS; bpeforge: {meta['bpeforge']}"
+        f"BPE training scaling: {meta['cores']} cores ({meta['cpu']}), {meta['date'][:10]}\n"
+        f"Gutenberg prefixes; {runs} per point, each in a fresh process; time = the training call, "
+        f"memory = the child's peak RSS\nbpeforge: {meta.get('bpeforge', 'repository at ' + meta['git'])}"
     )
+
+
+def figure_notes(points: list[Point]) -> list[str]:
+    """Per grid and peer, the first point that was not measured (later ones follow from it)."""
+    notes: dict[tuple[str, str], str] = {}
+    for point in points:
+        for row in point["rows"]:
+            if row["status"] in ("timeout", "failed", "not installed"):
+                where = f"{point['size_mb']:g} MB, vocab {point['vocab_size']:,}"
+                notes.setdefault((point["grid"], row["peer"]), f"{row['peer']} {row['status']} at {where}")
+    return list(notes.values())
 
 
 def draw(data: dict[str, Any], out: Path) -> None:
@@ -330,19 +342,19 @@ def draw(data: dict[str, Any], out: Path) -> None:
 
     meta, points = data["meta"], data["points"]
     fixed = {"corpus": f"vocab {meta['vocab_size']:,}", "vocab": f"{meta['fixed_mb']:g} MB corpus"}
-    fig, axes = plt.subplots(2, 2, figsize=(13, 9.5))
+    fig, axes = plt.subplots(2, 2, figsize=(13, 10))
     for ax, panel in zip(axes.flat, PANELS):
         draw_panel(ax, points, panel, fixed[panel[0]])
+    fig.suptitle(_title(meta), fontsize=11)
     handles = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), frameon=False, fontsize=11)
-    fig.suptitle(
-        f"BPE training scaling: {meta['cores']} cores ({meta['cpu']}), {meta['date'][:10]}\n{_subtitle(meta)}",
-        fontsize=12,
-    )
-    notes = problems(points)
+    legend_y = 0.895  # under the three title lines, above the panels
+    fig.legend(handles.values(), handles.keys(), loc="center", bbox_to_anchor=(0.5, legend_y), ncol=len(handles))
+    notes = figure_notes(points)
     if notes:
-        fig.text(0.01, 0.005, "Not plotted: " + "; ".join(notes), fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+        fig.text(0.5, 0.01, "Not measured: " + "; ".join(notes), ha="center", fontsize=9, wrap=True)
+    fig.subplots_adjust(
+        left=0.07, right=0.98, top=legend_y - 0.05, bottom=0.1 if notes else 0.07, hspace=0.3, wspace=0.2
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)

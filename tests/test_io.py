@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import bpeforge
@@ -94,3 +95,22 @@ def test_loads_gpt2s_own_files(gpt2_paths):
     # Every merge's result is a token of the vocabulary.
     values = set(vocab.values())
     assert all(left + right in values for left, right in merges)
+
+
+def test_output_files_get_the_umask_permissions_not_private_ones(tmp_path):
+    # Staging files used to come from mkstemp (0600), and the rename kept that
+    # mode: token arrays and count files others on a cluster could not read.
+    from bpeforge.npy import NpyWriter
+
+    umask = os.umask(0o022)
+    try:
+        with NpyWriter(tmp_path / "ids.npy", "uint16") as writer:
+            writer.write(b"\x01\x00")
+        corpus = tmp_path / "c.txt"
+        corpus.write_text("a b c")
+        bpeforge.save_counts(bpeforge.count(corpus), tmp_path / "c.counts")
+        bpeforge.io.write_text_atomically(tmp_path / "t.json", "{}", overwrite=False)
+    finally:
+        os.umask(umask)
+    for name in ("ids.npy", "c.counts", "t.json"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o644, name

@@ -9,12 +9,12 @@ any vocabulary size (`train_from_counts`) without reading the corpus again.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, count_inputs, expand
+from bpeforge.io import staging_file
 from bpeforge.progress import progress_bars
 from bpeforge.train import (
     PathLike,
@@ -55,7 +55,7 @@ def save_counts(counts: Counts, path: PathLike, *, overwrite: bool = False) -> P
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, temp = staging_file(path)
     os.close(fd)
     try:
         counts.save(temp)

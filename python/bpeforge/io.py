@@ -294,15 +294,23 @@ def _renameat2():
     return function
 
 
+def staging_file(path: Path) -> tuple[int, Path]:
+    """Create the temporary sibling that `path` is written under before its rename: (fd, its path).
+
+    os.open with mode 0o666, not tempfile.mkstemp: the file gets the usual
+    umask permissions (readable by others, as `open` would make it) instead
+    of mkstemp's private 0o600, which would carry over to the output.
+    """
+    staging = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
+    return os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), staging
+
+
 def write_text_atomically(path: Path, text: str, *, overwrite: bool) -> Path:
     """Write `text` to a temporary sibling, fsync it, then rename it to `path`: all or nothing."""
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
-    # os.open with mode 0o666, not tempfile.mkstemp: the file gets the usual
-    # umask permissions instead of mkstemp's private 0o600.
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd, staging = staging_file(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from pathlib import Path
 from types import TracebackType
 
 import numpy as np
+
+from bpeforge.io import staging_file
 
 MAGIC = b"\x93NUMPY\x01\x00"
 HEADER_BYTES = 128  # magic + length + dict + padding, a multiple of 64 as NumPy asks
@@ -40,8 +41,7 @@ class NpyWriter:
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"{self.path} already exists; pass --force to replace it")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        self._temp = Path(temp)
+        fd, self._temp = staging_file(self.path)
         self._file = os.fdopen(fd, "wb")
         self._file.write(_header(self.dtype, 0))
         self.length = 0

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
+
+from bpeforge.io import staging_file
 
 
 def plot_length_histogram(histogram: dict[str, int], path: Path, *, title: str) -> Path:
@@ -34,10 +35,10 @@ def _pyplot():
 
 def _save(figure, path: Path, plt) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".png", dir=path.parent)
+    fd, temp = staging_file(path)
     os.close(fd)
     try:
-        figure.savefig(temp)
+        figure.savefig(temp, format=path.suffix.lstrip(".") or "png")
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -22,6 +22,7 @@ from bpeforge.report import peak_memory_mib
 from bpeforge.train import TrainResult
 
 REPORT_FILE = "train_report.json"
+LABELS = {"pretokenize": "pre-tokenize", "merge": "merge loop"}
 VERSION = 1
 
 
@@ -68,7 +69,8 @@ def format_report(report: dict) -> str:
     lines.append(f"  {'phase':<14}{'seconds':>9}{'share':>8}  detail")
     for name, phase in report["phases"].items():
         share = "" if phase.get("overlapped") else f"{phase['seconds'] / total:7.0%}" if total > 0 else ""
-        lines.append(f"  {name:<14}{phase['seconds']:>9.3f}{share:>8}  {_detail(name, phase, report)}")
+        label = LABELS.get(name, name)
+        lines.append(f"  {label:<14}{phase['seconds']:>9.3f}{share:>8}  {_detail(name, phase, report)}".rstrip())
     lines.append(f"  {'total':<14}{total:>9.3f}")
     return "\n".join(lines)
 
