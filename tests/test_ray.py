@@ -10,6 +10,7 @@ no cluster runs.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import random
 import signal
@@ -286,3 +287,16 @@ def _document_starts(out: Path) -> np.ndarray:
         starts.append(np.load(out / entry["documents"]).astype(np.int64) + offset)
         offset += entry["num_tokens"]
     return np.concatenate(starts)
+
+
+def test_skipped_records_are_reported_like_on_one_machine(cluster, tmp_path):
+    records = tmp_path / "docs.jsonl"
+    lines = [json.dumps({"text": _text(seed, 40)}) for seed in range(30)]
+    lines[7] = "{not json"
+    records.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match=r"skipped 1 bad records; the first: .*docs\.jsonl:8") as on_ray:
+        counts = bray.count([records], [SPECIAL], address=cluster, skip_bad_records=True)
+    with pytest.warns(UserWarning, match=r"skipped 1 bad records") as on_one:
+        single = bpeforge.count([records], [SPECIAL], skip_bad_records=True)
+    assert counts.items() == single.items()
+    assert str(on_ray[0].message) == str(on_one[0].message)

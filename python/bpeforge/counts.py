@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from bpeforge import _core
-from bpeforge.inputs import RecordOptions, count_inputs, expand
+from bpeforge.inputs import RecordOptions, count_inputs, expand, warn_skipped
 from bpeforge.io import staging_file
 from bpeforge.progress import progress_bars
 from bpeforge.train import (
@@ -46,7 +46,9 @@ def count(
     specials = normalize_specials(special_tokens)
     records = RecordOptions(text_field, text_column, skip_bad_records)
     with progress_bars(progress) as bars:
-        return count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
+        counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
+    warn_skipped(records.skipped)
+    return counts
 
 
 def save_counts(counts: Counts, path: PathLike, *, overwrite: bool = False) -> Path:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,12 @@ def count_inputs(
         elif kind(path) == "parquet":
             add_documents(counts, parquet_texts(path, options.text_column), num_threads)
     return counts
+
+
+def warn_skipped(skipped: list[str]) -> None:
+    """Say how many records `skip_bad_records` left out, and where the first was."""
+    if skipped:
+        warnings.warn(f"skipped {len(skipped):,} bad records; the first: {skipped[0]}", stacklevel=3)
 
 
 def add_documents(counts: _core.Counts, documents: Iterable[str], num_threads: int | None) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import ray
 
 from bpeforge import _core
-from bpeforge.inputs import RecordOptions, add_documents, count_inputs
+from bpeforge.inputs import RecordOptions, add_documents, count_inputs, warn_skipped
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, is_dataset, row_blocks
 from bpeforge.ray.jobs import MAX_RETRIES, wait_all
@@ -51,10 +52,11 @@ def count(
         shards = plan_files(normalize_paths(inputs), specials, pattern, shard_bytes, glob)
         task = _count_shard.options(max_retries=MAX_RETRIES, num_returns=2)
         refs = [task.remote(shard, specials, pattern, records) for shard in shards]
-    # Each task returns (bytes counted, table): the driver waits on the small
+    # Each task returns (skipped records, table): the driver waits on the small
     # first value and never fetches a shard's table, which goes to the tree.
     root = _reduce_tree([table for _, table in refs])
-    wait_all(shards, [done for done, _ in refs], progress=progress)
+    skipped = wait_all(shards, [done for done, _ in refs], progress=progress)
+    warn_skipped([record for shard_skipped in skipped for record in shard_skipped])
     return ray.get(root)
 
 
@@ -65,19 +67,20 @@ def _count_dataset(dataset, specials: list[str], pattern: str, column: str) -> t
 
 
 @ray.remote(num_cpus=1)
-def _count_shard(shard: Shard, specials: list[str], pattern: str, records: RecordOptions) -> tuple[int, _core.Counts]:
+def _count_shard(
+    shard: Shard, specials: list[str], pattern: str, records: RecordOptions
+) -> tuple[list[str], _core.Counts]:
     if shard.kind == "text":
-        counts = _core.Counts.from_files([shard.core_source()], specials, 1, None, None, pattern)
-    else:
-        counts = count_inputs([shard.source], specials, records, num_threads=1, progress=None, pattern=pattern)
-    return counts.bytes_counted, counts
+        return [], _core.Counts.from_files([shard.core_source()], specials, 1, None, None, pattern)
+    counts = count_inputs([Path(shard.source)], specials, records, num_threads=1, progress=None, pattern=pattern)
+    return records.skipped, counts
 
 
 @ray.remote(num_cpus=1)
-def _count_block(block, column: str, specials: list[str], pattern: str) -> tuple[int, _core.Counts]:
+def _count_block(block, column: str, specials: list[str], pattern: str) -> tuple[list[str], _core.Counts]:
     counts = _core.Counts(specials, pattern)
     add_documents(counts, (text for text in block.column(column).to_pylist() if text is not None), 1)
-    return counts.bytes_counted, counts
+    return [], counts
 
 
 @ray.remote(num_cpus=1)

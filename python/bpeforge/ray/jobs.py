@@ -9,7 +9,8 @@ stay as they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import ray
 from tqdm.auto import tqdm
@@ -28,28 +29,24 @@ class ShardFailed(RuntimeError):
         self.shard = shard
 
 
-def wait_all(
-    shards: Sequence[Shard],
-    refs: Sequence[ray.ObjectRef],
-    *,
-    progress: bool,
-    unit: str = "shard",
-    on_done: Callable[[Shard, ray.ObjectRef], None] | None = None,
-) -> None:
-    """Wait for every shard's task, in any order; raise `ShardFailed` on the first failure."""
+def wait_all(shards: Sequence[Shard], refs: Sequence[ray.ObjectRef], *, progress: bool) -> list[Any]:
+    """Wait for every shard's task, in any order, and return their (small) results in shard order;
+    raise `ShardFailed` on the first failure."""
     pending = dict(zip(refs, shards))
-    with tqdm(total=len(refs), unit=unit, disable=not progress, desc="shards") as bar:
+    results: dict[int, Any] = {}
+    with tqdm(total=len(refs), unit="shard", disable=not progress, desc="shards") as bar:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, fetch_local=False)
             for ref in done:
                 shard = pending.pop(ref)
                 try:
-                    ray.get(ref) if on_done is None else on_done(shard, ref)
+                    results[shard.index] = ray.get(ref)
                 except Exception as err:
                     for other in pending:
                         ray.cancel(other, force=True)
                     raise ShardFailed(shard, err) from err
                 bar.update(1)
+    return [results[shard.index] for shard in shards]
 
 
 def _reason(err: BaseException) -> str:
