@@ -31,7 +31,8 @@ import json, shutil, sys, time, resource
 config, corpus, shard_mb, gpt2_dir, scratch = sys.argv[1:]
 import bpeforge
 from bpeforge.encode_files import encode_files
-tokenizer = bpeforge.Tokenizer.from_files(f"{gpt2_dir}/gpt2_vocab.json", f"{gpt2_dir}/gpt2_merges.txt", ["<|endoftext|>"])
+vocab, merges = f"{gpt2_dir}/gpt2_vocab.json", f"{gpt2_dir}/gpt2_merges.txt"
+tokenizer = bpeforge.Tokenizer.from_files(vocab, merges, ["<|endoftext|>"])
 result = {"config": config}
 if config.startswith("single"):
     threads = int(config.split("-")[1])
@@ -80,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(config: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-ray-") as scratch:
-        command = [sys.executable, "-c", CHILD, config, str(args.corpus), str(args.shard_mb), str(args.gpt2_dir), scratch]
+        arguments = [config, str(args.corpus), str(args.shard_mb), str(args.gpt2_dir), scratch]
+        command = [sys.executable, "-c", CHILD, *arguments]
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:

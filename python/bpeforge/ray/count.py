@@ -18,7 +18,7 @@ from bpeforge import _core
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, warn_skipped
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, is_dataset, row_blocks
-from bpeforge.ray.jobs import MAX_RETRIES, wait_all
+from bpeforge.ray.jobs import MAX_RETRIES, SHARD_TASK_OPTIONS, wait_all
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, plan_files
 from bpeforge.train import normalize_paths, normalize_specials
 
@@ -50,7 +50,7 @@ def count(
         shards, refs = _count_dataset(inputs, specials, pattern, text_column)
     else:
         shards = plan_files(normalize_paths(inputs), specials, pattern, shard_bytes, glob)
-        task = _count_shard.options(max_retries=MAX_RETRIES, num_returns=2)
+        task = _count_shard.options(**SHARD_TASK_OPTIONS, num_returns=2)
         refs = [task.remote(shard, specials, pattern, records) for shard in shards]
     # Each task returns (skipped records, table): the driver waits on the small
     # first value and never fetches a shard's table, which goes to the tree.
@@ -62,7 +62,7 @@ def count(
 
 def _count_dataset(dataset, specials: list[str], pattern: str, column: str) -> tuple[list[Shard], list]:
     shards, blocks = row_blocks(dataset, column)
-    task = _count_block.options(max_retries=MAX_RETRIES, num_returns=2)
+    task = _count_block.options(**SHARD_TASK_OPTIONS, num_returns=2)
     return shards, [task.remote(block, column, specials, pattern) for block in blocks]
 
 

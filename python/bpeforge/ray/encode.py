@@ -32,7 +32,7 @@ from bpeforge.io import read_json, write_text_atomically
 from bpeforge.npy import NpyWriter
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, is_dataset, row_blocks
-from bpeforge.ray.jobs import MAX_RETRIES, wait_all
+from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, plan_files
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import normalize_paths
@@ -78,7 +78,7 @@ def encode(
     _start_job(out, job, overwrite)
     todo = [shard for shard in shards if not _meta_path(out, shard).exists()]
     box = [ray.put(tokenizer)]  # in a list, so tasks fetch it once per worker (see _tokenizer)
-    task = _encode_shard.options(max_retries=MAX_RETRIES)
+    task = _encode_shard.options(**SHARD_TASK_OPTIONS)
     key = job["tokenizer"]
     refs = [
         task.remote(shard, blocks[shard.index] if blocks else None, text_column, box, key, dtype, os.fspath(out))

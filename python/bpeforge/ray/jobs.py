@@ -1,10 +1,11 @@
 """Running one Ray task per shard: progress, and failures that name the shard.
 
-Ray retries a task whose worker process died (`max_retries`); an exception
-raised by our code is not retried, since reading the same bytes again fails
-the same way. Either way, once a shard has failed for good, the job stops with
-that shard named: the other tasks are cancelled and shards already written
-stay as they are.
+Ray retries a task whose worker process died, and one that raised OSError (a
+read that failed: a shared filesystem's hiccup may pass), up to `MAX_RETRIES`
+times. Other exceptions (invalid UTF-8, a bad record) are not retried: the
+same bytes fail the same way. Once a shard has failed for good, the job stops
+with that shard named: the other tasks are cancelled, and shards already
+written stay as they are.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from tqdm.auto import tqdm
 
 from bpeforge.ray.shards import Shard
 
-# Attempts after a worker process dies (killed, out of memory, node lost).
+# Attempts after the first, when a worker process dies (killed, out of memory,
+# node lost) or a read fails.
 MAX_RETRIES = 3
+SHARD_TASK_OPTIONS = {"max_retries": MAX_RETRIES, "retry_exceptions": [OSError]}
 
 
 class ShardFailed(RuntimeError):
@@ -52,11 +55,12 @@ def wait_all(shards: Sequence[Shard], refs: Sequence[ray.ObjectRef], *, progress
 def _reason(err: BaseException) -> str:
     """The root cause, not Ray's wrapper with its remote traceback."""
     if isinstance(err, ray.exceptions.RayTaskError):
-        cause = err.as_instanceof_cause()
         inner = getattr(err, "cause", None)
+        if isinstance(inner, OSError):
+            return f"{MAX_RETRIES + 1} attempts failed; the last: {type(inner).__name__}: {inner}"
         if inner is not None:
             return f"{type(inner).__name__}: {inner}"
-        return str(cause).splitlines()[-1]
+        return str(err).splitlines()[-1]
     if isinstance(err, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)):
         return f"its worker process died {MAX_RETRIES + 1} times ({type(err).__name__})"
     return f"{type(err).__name__}: {err}"
