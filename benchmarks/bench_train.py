@@ -129,11 +129,17 @@ def _parse_result(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def run_child(peer: str, corpus: Path, vocab_size: int) -> dict[str, Any]:
-    """Train ``peer`` once in a fresh interpreter; never raises for a peer's fault."""
+def run_child(peer: str, corpus: Path, vocab_size: int, timeout: float | None = None) -> dict[str, Any]:
+    """Train ``peer`` once in a fresh interpreter; never raises for a peer's fault.
+
+    A run longer than ``timeout`` seconds is killed and reported as ``timeout``.
+    """
     cmd = [sys.executable, str(PEERS_SCRIPT), peer, str(corpus), str(vocab_size)]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "error": f"killed after {timeout:g} s"}
     total_s = time.perf_counter() - start
     if proc.returncode == EXIT_NOT_INSTALLED:
         return {"status": "not installed"}

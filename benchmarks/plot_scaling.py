@@ -23,7 +23,6 @@ fixed bpeforge build rather than the editable checkout, put it first on ``PYTHON
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import functools
 import importlib.util
@@ -31,17 +30,13 @@ import json
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
-import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
-import bench_train
 from _peers import PEERS, SPECIALS
 from bench_encode import locate_corpus
 from bench_train import (
@@ -108,27 +103,6 @@ def log(message: str) -> None:
 # --- running ------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def child_timeout(seconds: float) -> Iterator[None]:
-    """Give ``bench_train.run_child``'s ``subprocess.run`` a timeout.
-
-    run_child takes none; rather than copy it, the ``subprocess`` it sees is swapped for
-    one whose ``run`` kills the child after ``seconds`` and raises ``TimeoutExpired``.
-    """
-    timed = types.SimpleNamespace(run=functools.partial(subprocess.run, timeout=seconds))
-    with mock.patch.object(bench_train, "subprocess", timed):
-        yield
-
-
-def run_once(peer: str, corpus: Path, vocab_size: int, timeout: float) -> dict[str, Any]:
-    """One training run in a fresh process; one past ``timeout`` is recorded, not waited for."""
-    try:
-        with child_timeout(timeout):
-            return run_child(peer, corpus, vocab_size)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "error": f"killed after {timeout:g} s"}
-
-
 def measure_point(peers: list[str], corpus: Path, vocab_size: int, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every peer at one point, round-robin ``--repeat`` times; a peer stops at its first bad run."""
     runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
@@ -136,7 +110,7 @@ def measure_point(peers: list[str], corpus: Path, vocab_size: int, args: argpars
         for peer in peers:
             if runs[peer] and runs[peer][-1]["status"] != "ok":
                 continue
-            runs[peer].append(run_once(peer, corpus, vocab_size, args.timeout))
+            runs[peer].append(run_child(peer, corpus, vocab_size, args.timeout))
             log(f"    {peer}: {_describe(runs[peer][-1])}")
     rows = [summarize(peer, peer_runs) for peer, peer_runs in runs.items()]
     add_ratios(rows)
