@@ -203,3 +203,15 @@ def test_show_html_renders_coloured_tokens_and_tooltips_in_a_browser(trained, tm
     assert _share_of(plain, "#222222") == 0, "no tooltip should show before hovering"
     hovered = _screenshot(page, tmp_path / "hover.png", "#t2")
     assert _share_of(hovered, "#222222") > 0.002, "the tooltip of token 2 did not appear"
+
+
+def test_a_missing_optional_extra_is_named_not_a_traceback(trained, tmp_path):
+    # matplotlib blocked in a fresh interpreter: the user is told what to install.
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from bpeforge.cli import main; "
+        f"raise SystemExit(main(['inspect', {str(trained)!r}, '--plot', {str(tmp_path / 'x.png')!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "pip install 'bpeforge[plot]'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "x.png").exists()

@@ -33,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nbpeforge: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (OSError, ValueError, TypeError) as err:
+    except (OSError, ValueError, TypeError, ImportError) as err:
+        # ImportError: an optional extra (ray, matplotlib) is missing; the message says which to install.
         print(f"bpeforge: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 
