@@ -49,8 +49,14 @@ def bytes_to_unicode() -> dict[int, str]:
 
 
 def encode_token(token: bytes) -> str:
-    table = bytes_to_unicode()
-    return "".join(table[b] for b in token)
+    """The GPT-2 text of `token`: each byte's char, mapped at C speed by `str.translate`."""
+    return token.decode("latin-1").translate(_encode_table())
+
+
+@lru_cache(maxsize=1)
+def _encode_table() -> dict[int, str]:
+    """`str.translate` table from the char of each byte value (latin-1) to its GPT-2 character."""
+    return {b: char for b, char in bytes_to_unicode().items()}
 
 
 @lru_cache(maxsize=1)
@@ -192,8 +198,19 @@ def _check_types(vocab: Vocab, merges: Merges) -> None:
 def _vocab_json(vocab: Vocab) -> str:
     # Written by hand, not json.dumps(dict): ids in order, one per line, and a
     # token text that two ids share (same bytes from two merges) is kept twice.
-    lines = [f"  {json.dumps(encode_token(vocab[i]), ensure_ascii=False)}: {i}" for i in sorted(vocab)]
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    ids = sorted(vocab)
+    quoted = _json_strings([encode_token(vocab[i]) for i in ids])
+    return "{\n" + ",\n".join(f"  {text}: {i}" for text, i in zip(quoted, ids)) + "\n}\n"
+
+
+def _json_strings(texts: list[str]) -> list[str]:
+    """Each text as a JSON string literal, from one `json.dumps` call (one per
+    text cost half the time of writing a 32k vocabulary). With indent=0 the
+    items are separated by ",\n", which cannot occur inside an item: a newline
+    in a string is escaped."""
+    if not texts:
+        return []
+    return json.dumps(texts, ensure_ascii=False, indent=0)[2:-2].split(",\n")
 
 
 def _merges_txt(merges: Merges) -> str:
