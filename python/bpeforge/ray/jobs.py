@@ -35,17 +35,20 @@ class ShardFailed(RuntimeError):
 def wait_all(shards: Sequence[Shard], refs: Sequence[ray.ObjectRef], *, progress: bool) -> list[Any]:
     """Wait for every shard's task, in any order, and return their (small) results in shard order;
     raise `ShardFailed` on the first failure."""
-    pending = dict(zip(refs, shards))
+    shard_of = dict(zip(refs, shards))
     results: dict[int, Any] = {}
+    waiting = list(refs)
     with tqdm(total=len(refs), unit="shard", disable=not progress, desc="shards") as bar:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1, fetch_local=False)
+        while waiting:
+            # All that finish within a second at once: one wait per second, not
+            # one per shard, however many shards there are.
+            done, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=1.0, fetch_local=False)
             for ref in done:
-                shard = pending.pop(ref)
+                shard = shard_of[ref]
                 try:
                     results[shard.index] = ray.get(ref)
                 except Exception as err:
-                    for other in pending:
+                    for other in waiting:
                         ray.cancel(other, force=True)
                     raise ShardFailed(shard, err) from err
                 bar.update(1)
