@@ -145,13 +145,14 @@ def test_chunking_corpus(path: Path, tmp_path: Path) -> None:
     if specials is None:
         return
     chunk_size = max(1, target % 32)
-    # Bit 0 set: GPT-2's scanner, which cuts before whitespace. Clear: the same
-    # regex as a custom pattern (fancy-regex), which cuts only after special tokens.
-    pattern = "gpt2" if flags & 1 else GPT2_PATTERN
+    # As the fuzz target: flags % 3 picks GPT-2's scanner (cuts before any ASCII
+    # whitespace after a non-space), cl100k (before spaces and tabs only) or
+    # GPT-2's regex as a custom pattern (cuts only after special tokens).
+    pattern = ["gpt2", "cl100k", GPT2_PATTERN][flags % 3]
     corpus_file = tmp_path / "corpus.txt"
     corpus_file.write_bytes(data)
 
-    def count() -> bpeforge.Counts:
+    def count(chunk_size: int = chunk_size) -> bpeforge.Counts:
         return bpeforge.Counts.from_files(
             [str(corpus_file)], specials, num_threads=1, chunk_size=chunk_size, pattern=pattern
         )
@@ -167,6 +168,11 @@ def test_chunking_corpus(path: Path, tmp_path: Path) -> None:
             count()
         return
     counts = count()
+    if pattern == "cl100k":
+        # The oracle here is the same file read in one chunk (the `regex`
+        # package knows ~4,700 code points that fancy-regex does not yet).
+        assert counts.items() == count(chunk_size=1 << 30).items()
+        return
     expected = Counter(
         piece.encode("utf-8")
         for part in split_specials(specials, text)

@@ -470,31 +470,38 @@ THREADS = [1, 2]
 CHUNK_SIZES = [1, 64, None]  # 1: a read boundary inside nearly every piece; None: the default
 
 
-def assert_same_for_every_chunk_size_and_thread_count(paths: list[Path], vocab_size: int, specials: list[str]):
-    expected = reference_train_with_pattern(paths, vocab_size, specials, "cl100k")
+def assert_same_for_every_chunk_size_and_thread_count(
+    paths: list[Path], vocab_size: int, specials: list[str], pattern: str = "cl100k"
+):
+    expected = reference_train_with_pattern(paths, vocab_size, specials, pattern)
     for threads in THREADS:
         for chunk_size in CHUNK_SIZES:
             result = bpeforge.train_bpe(
-                paths, vocab_size, specials, pattern="cl100k", num_threads=threads, chunk_size=chunk_size
+                paths, vocab_size, specials, pattern=pattern, num_threads=threads, chunk_size=chunk_size
             )
-            assert result == expected, f"num_threads={threads}, chunk_size={chunk_size}"
+            assert result == expected, f"{pattern}: num_threads={threads}, chunk_size={chunk_size}"
 
 
-def test_chunk_size_and_threads_do_not_change_cl100k_training(tmp_path):
-    # Punctuation followed by newlines ("!\n") and whitespace runs are single
-    # cl100k pieces: the reader must not cut them where GPT-2 could be cut.
-    text = seeded_corpus(7, 120)
+@pytest.mark.parametrize("pattern", REGEX_PRESETS)
+@pytest.mark.parametrize("specials", [[SPECIAL], []])
+def test_chunk_size_and_threads_do_not_change_preset_training(tmp_path, pattern, specials):
+    # The presets are cut before spaces and tabs that follow a non-space, but
+    # never before CR or LF: punctuation keeps its newlines ("!\n", and o200k's
+    # "/"), and whitespace runs are single pieces. Without special tokens every
+    # cut is such a whitespace cut.
+    text = seeded_corpus(7, 120, SPECIAL if specials else None)
     paths = write_files(tmp_path, split_text(text, 3, seed=7))
-    assert_same_for_every_chunk_size_and_thread_count(paths, 400, [SPECIAL])
+    assert_same_for_every_chunk_size_and_thread_count(paths, 400, specials, pattern)
 
 
+@pytest.mark.parametrize("pattern", REGEX_PRESETS)
 @MATRIX
 @given(data=st.data())
-def test_chunk_size_and_threads_do_not_change_cl100k_training_on_generated_corpora(tmp_path_factory, data):
+def test_chunk_size_and_threads_do_not_change_preset_training_on_generated_corpora(tmp_path_factory, pattern, data):
     contents, specials = generated_corpus(data.draw)
     vocab_size = data.draw(vocab_sizes(specials, max_merges=80), label="vocab_size")
     paths = write_files(tmp_path_factory.mktemp("corpus"), contents)
-    assert_same_for_every_chunk_size_and_thread_count(paths, vocab_size, specials)
+    assert_same_for_every_chunk_size_and_thread_count(paths, vocab_size, specials, pattern)
 
 
 # --------------------------------------------------------------------------

@@ -4,8 +4,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 
-use bpeforge::pretokenize::Gpt2Splitter;
 use bpeforge::specials::{Piece, SpecialSplitter};
+use bpeforge::Pattern;
 
 /// The byte that separates fields of a fuzz input: it never occurs in UTF-8.
 pub const SEPARATOR: u8 = 0xFF;
@@ -37,12 +37,14 @@ pub enum Item {
 
 /// The text as the trainer and the encoder see it: split on special tokens,
 /// each text piece pre-tokenized with the GPT-2 scanner.
-pub fn items(specials: &SpecialSplitter, text: &str) -> Vec<Item> {
+pub fn items(specials: &SpecialSplitter, pattern: &Pattern, text: &str) -> Vec<Item> {
     let mut out = Vec::new();
     for piece in specials.split(text) {
         match piece {
             Piece::Special(index) => out.push(Item::Special(index)),
-            Piece::Text(document) => out.extend(Gpt2Splitter::new(document).map(|p| Item::Pretoken(p.to_string()))),
+            Piece::Text(document) => {
+                pattern.for_each_piece(document, |p| out.push(Item::Pretoken(p.to_string()))).expect("pre-tokenize")
+            }
         }
     }
     out

@@ -40,8 +40,8 @@ pub fn plan_shards(
     special_tokens: Vec<String>,
     pattern: &str,
 ) -> PyResult<Vec<Option<(u64, u64)>>> {
-    let whitespace_cuts = Pattern::new(pattern).map_err(to_py_err)?.cuts_before_whitespace();
-    let planned = py.detach(|| shards::plan_shards(&path, target, &special_tokens, whitespace_cuts));
+    let cut_before = Pattern::new(pattern).map_err(to_py_err)?.cut_before();
+    let planned = py.detach(|| shards::plan_shards(&path, target, &special_tokens, cut_before));
     let ranges = planned.map_err(to_py_err)?.into_iter().map(|s| s.range.map(|r| (r.start, r.end)));
     Ok(ranges.collect())
 }

@@ -22,8 +22,8 @@ use crate::specials::SpecialSplitter;
 
 /// A run of whole documents or pieces of one: valid UTF-8 and cut safely.
 ///
-/// With `whitespace_cuts` off (patterns other than GPT-2's, see `pattern.rs`)
-/// only special tokens and file ends cut.
+/// Whitespace cuts are before the bytes of `Pattern::cut_before`; with none
+/// (a custom regex) only special tokens and file ends cut.
 pub struct Chunk {
     pub text: String,
     /// Byte offset of `text` in its file, for error messages.
@@ -75,7 +75,7 @@ pub struct ChunkReader<'s, R> {
     reader: R,
     path: PathBuf,
     specials: &'s SpecialSplitter,
-    whitespace_cuts: bool,
+    cut_before: &'static [u8],
     target: usize,
     buf: Vec<u8>,
     offset: u64,
@@ -84,12 +84,18 @@ pub struct ChunkReader<'s, R> {
 
 impl<'s, R: Read> ChunkReader<'s, R> {
     /// `target` is the preferred chunk size in bytes (at least 1).
-    pub fn new(reader: R, path: &Path, specials: &'s SpecialSplitter, whitespace_cuts: bool, target: usize) -> Self {
+    pub fn new(
+        reader: R,
+        path: &Path,
+        specials: &'s SpecialSplitter,
+        cut_before: &'static [u8],
+        target: usize,
+    ) -> Self {
         Self {
             reader,
             path: path.to_path_buf(),
             specials,
-            whitespace_cuts,
+            cut_before,
             target: target.max(1),
             buf: Vec::new(),
             offset: 0,
@@ -116,7 +122,7 @@ impl<'s, R: Read> ChunkReader<'s, R> {
                 let all = std::mem::take(&mut self.buf);
                 return self.finish(all).map(Some);
             }
-            if let Some(cut) = find_cut(&self.buf, self.specials, self.whitespace_cuts) {
+            if let Some(cut) = find_cut(&self.buf, self.specials, self.cut_before) {
                 let rest = self.buf.split_off(cut);
                 let chunk = std::mem::replace(&mut self.buf, rest);
                 return self.finish(chunk).map(Some);
@@ -194,13 +200,18 @@ pub struct CorpusChunks<'p, 's> {
     next_source: usize,
     reader: Option<ChunkReader<'s, Box<dyn Read + Send>>>,
     specials: &'s SpecialSplitter,
-    whitespace_cuts: bool,
+    cut_before: &'static [u8],
     chunk_size: usize,
 }
 
 impl<'p, 's> CorpusChunks<'p, 's> {
-    pub fn new(sources: &'p [Source], specials: &'s SpecialSplitter, whitespace_cuts: bool, chunk_size: usize) -> Self {
-        Self { sources, next_source: 0, reader: None, specials, whitespace_cuts, chunk_size }
+    pub fn new(
+        sources: &'p [Source],
+        specials: &'s SpecialSplitter,
+        cut_before: &'static [u8],
+        chunk_size: usize,
+    ) -> Self {
+        Self { sources, next_source: 0, reader: None, specials, cut_before, chunk_size }
     }
 
     /// Chunks adding up to about `max_bytes` (at least one), across files.
@@ -232,25 +243,24 @@ impl<'p, 's> CorpusChunks<'p, 's> {
             };
             self.next_source += 1;
             let reader =
-                ChunkReader::new(source.open()?, &source.path, self.specials, self.whitespace_cuts, self.chunk_size);
+                ChunkReader::new(source.open()?, &source.path, self.specials, self.cut_before, self.chunk_size);
             self.reader = Some(reader.starting_at(source.start()));
         }
     }
 }
 
 /// The last safe cut in `buf`, if any (see the module docs).
-pub(crate) fn find_cut(buf: &[u8], specials: &SpecialSplitter, whitespace_cuts: bool) -> Option<usize> {
+pub(crate) fn find_cut(buf: &[u8], specials: &SpecialSplitter, cut_before: &[u8]) -> Option<usize> {
     let settled = buf.len().checked_sub(specials.max_len())?;
     let last_special_end =
         specials.find_all(buf).take_while(|&(start, _, _)| start < settled).last().map(|(_, end, _)| end);
-    if !whitespace_cuts {
+    if cut_before.is_empty() {
         return last_special_end.filter(|&end| end > 0);
     }
     let floor = last_special_end.unwrap_or(0);
     let upper = settled.min(buf.len().saturating_sub(1));
-    let whitespace_cut = (floor + 1..=upper)
-        .rev()
-        .find(|&pos| matches!(buf[pos], b' ' | b'\n' | b'\t' | b'\r') && is_split_point(buf, pos));
+    let whitespace_cut =
+        (floor + 1..=upper).rev().find(|&pos| cut_before.contains(&buf[pos]) && is_split_point(buf, pos));
     whitespace_cut.or(last_special_end.filter(|&end| end > 0))
 }
 
@@ -261,7 +271,7 @@ mod tests {
     fn chunks(text: &str, specials: &[&str], target: usize) -> Vec<String> {
         let tokens: Vec<String> = specials.iter().map(|s| s.to_string()).collect();
         let splitter = SpecialSplitter::new(&tokens).unwrap();
-        let mut reader = ChunkReader::new(text.as_bytes(), Path::new("t"), &splitter, true, target);
+        let mut reader = ChunkReader::new(text.as_bytes(), Path::new("t"), &splitter, b" \t\r\n", target);
         let mut out = Vec::new();
         while let Some(chunk) = reader.next_chunk().unwrap() {
             out.push(chunk.text);
@@ -296,7 +306,7 @@ mod tests {
     fn reports_the_file_offset_of_invalid_utf8() {
         let splitter = SpecialSplitter::new(&[]).unwrap();
         let bytes: &[u8] = b"ok ok ok \xff";
-        let mut reader = ChunkReader::new(bytes, Path::new("bad.txt"), &splitter, true, 4);
+        let mut reader = ChunkReader::new(bytes, Path::new("bad.txt"), &splitter, b" \t\r\n", 4);
         let err = loop {
             match reader.next_chunk() {
                 Ok(Some(_)) => continue,

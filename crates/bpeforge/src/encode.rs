@@ -125,7 +125,7 @@ impl Encoder {
     /// whose ids cannot change whatever follows (0 if none yet). Encoding the
     /// prefix, then the rest with more text appended, gives the ids of the whole.
     pub fn stable_prefix_len(&self, text: &str) -> usize {
-        find_cut(text.as_bytes(), &self.specials, self.pattern.cuts_before_whitespace()).unwrap_or(0)
+        find_cut(text.as_bytes(), &self.specials, self.pattern.cut_before()).unwrap_or(0)
     }
 
     /// The bytes of `ids`, concatenated; an id outside the vocabulary is an error.

@@ -29,8 +29,7 @@ pub fn encode_files<T: Send>(
     sink: &mut Sink<'_, T>,
 ) -> Result<u64, Error> {
     let total_bytes = total_size(sources)?;
-    let mut chunks =
-        CorpusChunks::new(sources, encoder.specials(), encoder.pattern().cuts_before_whitespace(), chunk_size);
+    let mut chunks = CorpusChunks::new(sources, encoder.specials(), encoder.pattern().cut_before(), chunk_size);
     let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
     let mut done = 0u64;
     observer.progress(Phase::Encode, 0, total_bytes)?;

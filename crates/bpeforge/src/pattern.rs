@@ -13,10 +13,16 @@
 //! (tiktoken splits those as we do). GPT-2's scanner uses tables generated
 //! from `regex` and agrees everywhere. See `tests/test_patterns.py`.
 //!
-//! Where a text may be cut for parallel work also depends on the pattern: for
-//! GPT-2 before whitespace that follows a non-space char (see `chunking.rs`);
-//! for the others only at special tokens and file ends, since e.g. cl100k's
-//! `[^\s\p{L}\p{N}]++[\r\n]*+` keeps "!\n" together.
+//! Where a text may be cut for parallel work also depends on the pattern
+//! (`cut_before`, used by `chunking.rs` and `shards.rs`): before ASCII
+//! whitespace that follows a non-space char, where no piece can span the cut
+//! and where the piece after it starts whatever came before (no look-behind):
+//! - GPT-2: before a space, tab, CR or LF; its pieces hold whitespace only at
+//!   their start or as whitespace runs.
+//! - cl100k and o200k: before a space or tab only. Their punctuation pieces
+//!   keep the newlines (and o200k's slashes) that follow, as in "!\n"
+//!   (`[^\s\p{L}\p{N}]++[\r\n]*+`), so a cut before CR or LF is not safe.
+//! - a custom regex: nowhere but special tokens and file ends.
 
 use crate::error::Error;
 use crate::pretokenize::Gpt2Splitter;
@@ -82,9 +88,14 @@ impl Pattern {
         }
     }
 
-    /// Whether a text may be cut before whitespace that follows a non-space char.
-    pub fn cuts_before_whitespace(&self) -> bool {
-        matches!(self, Pattern::Gpt2)
+    /// The ASCII whitespace bytes a text may be cut before when they follow a
+    /// non-space char (see the module docs); empty: special tokens only.
+    pub fn cut_before(&self) -> &'static [u8] {
+        match self {
+            Pattern::Gpt2 => b" \t\r\n",
+            Pattern::Regex { spec, .. } if spec == "cl100k" || spec == "o200k" => b" \t",
+            Pattern::Regex { .. } => b"",
+        }
     }
 
     /// Call `visit` with each pre-token of one document, in order.

@@ -8,10 +8,10 @@
 //! - no occurrence of any special token spans the cut (the matches on each
 //!   side are then those of the whole text: leftmost-longest matching never
 //!   carries a match across a position that no occurrence crosses), and
-//! - either the cut is a pre-token split point (GPT-2's pattern: ASCII
-//!   whitespace after a non-space char, `pretokenize::is_split_point`), or an
-//!   occurrence that no other occurrence overlaps ends there (it is matched
-//!   in any reading, so the cut falls at a document boundary).
+//! - either the cut is a pre-token split point (ASCII whitespace of the
+//!   pattern's `cut_before` after a non-space char, `pretokenize::is_split_point`),
+//!   or an occurrence that no other occurrence overlaps ends there (it is
+//!   matched in any reading, so the cut falls at a document boundary).
 //!
 //! Compressed files cannot be entered in the middle: each is one shard.
 
@@ -38,14 +38,14 @@ pub fn plan_shards(
     path: &Path,
     target: u64,
     special_tokens: &[String],
-    whitespace_cuts: bool,
+    cut_before: &[u8],
 ) -> Result<Vec<Source>, Error> {
     let io_error = |e| Error::io(path, e);
     let len = std::fs::metadata(path).map_err(io_error)?.len();
     if Compression::of(path).is_compressed() || len <= target.max(1) {
         return Ok(vec![Source::whole(path)]);
     }
-    let finder = CutFinder::new(special_tokens, whitespace_cuts)?;
+    let finder = CutFinder::new(special_tokens, cut_before)?;
     let mut file = File::open(path).map_err(io_error)?;
     let mut shards = Vec::new();
     let mut start = 0;
@@ -60,15 +60,15 @@ pub fn plan_shards(
     Ok(shards)
 }
 
-struct CutFinder {
+struct CutFinder<'a> {
     /// Every occurrence of every special token, overlapping ones included.
     occurrences: Option<AhoCorasick>,
     max_len: u64,
-    whitespace_cuts: bool,
+    cut_before: &'a [u8],
 }
 
-impl CutFinder {
-    fn new(special_tokens: &[String], whitespace_cuts: bool) -> Result<Self, Error> {
+impl<'a> CutFinder<'a> {
+    fn new(special_tokens: &[String], cut_before: &'a [u8]) -> Result<Self, Error> {
         let occurrences = if special_tokens.is_empty() {
             None
         } else {
@@ -76,7 +76,7 @@ impl CutFinder {
             Some(built.map_err(|e| Error::InvalidArgument(format!("special tokens: {e}")))?)
         };
         let max_len = special_tokens.iter().map(|t| t.len() as u64).max().unwrap_or(0);
-        Ok(Self { occurrences, max_len, whitespace_cuts })
+        Ok(Self { occurrences, max_len, cut_before })
     }
 
     /// The first safe cut at or after `nominal`, or `len` if there is none.
@@ -114,8 +114,10 @@ impl CutFinder {
                 r.end == pos && found.iter().all(|other| other == r || other.end <= r.start || other.start >= r.end)
             })
         };
-        (first.max(1)..last)
-            .find(|&pos| !spanned(pos) && ((self.whitespace_cuts && is_split_point(window, pos)) || isolated_end(pos)))
+        (first.max(1)..last).find(|&pos| {
+            !spanned(pos)
+                && ((self.cut_before.contains(&window[pos]) && is_split_point(window, pos)) || isolated_end(pos))
+        })
     }
 }
 
@@ -187,14 +189,15 @@ mod tests {
         let tokens: Vec<String> = ["<|e|>", "<|e|><|e|>", "<s> x", "x</s>"].map(String::from).to_vec();
         let specials = SpecialSplitter::new(&tokens).unwrap();
         let mut rng = Lcg(7);
-        for (round, pattern) in [Pattern::Gpt2, Pattern::new("cl100k").unwrap()].iter().cycle().take(60).enumerate() {
+        let patterns = [Pattern::Gpt2, Pattern::new("cl100k").unwrap(), Pattern::new("o200k").unwrap()];
+        for (round, pattern) in patterns.iter().cycle().take(90).enumerate() {
             let path = dir.join(format!("{round}.txt"));
             let len = 50 + rng.below(400);
             std::fs::write(&path, random_text(&mut rng, len)).unwrap();
             let whole = counts(&[Source::whole(&path)], &specials, pattern);
             let file_len = std::fs::metadata(&path).unwrap().len();
             for target in [1, 5, 17, 64] {
-                let shards = plan_shards(&path, target, &tokens, pattern.cuts_before_whitespace()).unwrap();
+                let shards = plan_shards(&path, target, &tokens, pattern.cut_before()).unwrap();
                 let ranges: Vec<Range<u64>> = shards.iter().map(|s| s.range.clone().unwrap_or(0..file_len)).collect();
                 assert_eq!(ranges.first().unwrap().start, 0);
                 assert!(ranges.windows(2).all(|w| w[0].end == w[1].start && w[0].start < w[0].end));
@@ -216,8 +219,30 @@ mod tests {
         let tokens: Vec<String> = ["<s> x", "x</s>"].map(String::from).to_vec();
         let specials = SpecialSplitter::new(&tokens).unwrap();
         let pattern = Pattern::new("cl100k").unwrap();
-        let shards = plan_shards(&path, 1, &tokens, false).unwrap();
+        let shards = plan_shards(&path, 1, &tokens, b"").unwrap();
         assert_eq!(counts(&shards, &specials, &pattern), counts(&[Source::whole(&path)], &specials, &pattern));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn presets_keep_punctuation_with_the_newlines_after_it() {
+        // cl100k and o200k pre-tokenize "!\n" and "?!\r\n\r\n" as one piece
+        // each: a cut before the CR or LF would split them.
+        let dir = std::env::temp_dir().join(format!("bpeforge-shards-newlines-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.txt");
+        std::fs::write(&path, "a!\nb?!\r\n\r\nc /\nd e\t!\n").unwrap();
+        let specials = SpecialSplitter::new(&[]).unwrap();
+        for spec in ["cl100k", "o200k"] {
+            let pattern = Pattern::new(spec).unwrap();
+            let shards = plan_shards(&path, 1, &[], pattern.cut_before()).unwrap();
+            assert!(shards.len() > 2, "{spec}: expected cuts before the spaces and tab");
+            assert_eq!(
+                counts(&shards, &specials, &pattern),
+                counts(&[Source::whole(&path)], &specials, &pattern),
+                "{spec}"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -229,7 +254,7 @@ mod tests {
             let path = dir.join(name);
             std::fs::write(&path, "a b c d e f g").unwrap();
             let target = if name == "small.txt" { 100 } else { 2 };
-            assert_eq!(plan_shards(&path, target, &[], true).unwrap(), [Source::whole(&path)]);
+            assert_eq!(plan_shards(&path, target, &[], b" ").unwrap(), [Source::whole(&path)]);
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

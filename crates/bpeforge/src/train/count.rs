@@ -37,7 +37,7 @@ pub fn count_files(
     observer: &dyn Observer,
 ) -> Result<(PretokenCounts, u64, CountProfile), Error> {
     let total_bytes = total_size(sources)?;
-    let mut chunks = CorpusChunks::new(sources, how.specials, how.pattern.cuts_before_whitespace(), how.chunk_size);
+    let mut chunks = CorpusChunks::new(sources, how.specials, how.pattern.cut_before(), how.chunk_size);
     let batch_bytes = how.chunk_size.saturating_mul(2 * pool.current_num_threads());
     let (mut counts, mut profile) = (PretokenCounts::default(), CountProfile::default());
     let mut done = 0u64;
