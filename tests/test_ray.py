@@ -301,3 +301,13 @@ def test_skipped_records_are_reported_like_on_one_machine(cluster, tmp_path):
         single = bpeforge.count([records], [SPECIAL], skip_bad_records=True)
     assert counts.items() == single.items()
     assert str(on_ray[0].message) == str(on_one[0].message)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--threads", "2", "--ray"], "--threads does not apply with --ray"), (["--shard-mb", "1"], "only with --ray")],
+)
+def test_cli_refuses_options_that_do_not_apply(corpus, tmp_path, extra, message):
+    command = [sys.executable, "-m", "bpeforge", "count", str(corpus[0]), "-o", str(tmp_path / "c"), *extra]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr

@@ -118,7 +118,14 @@ def _add_ray_option(cmd: argparse.ArgumentParser, result: str) -> None:
         metavar="ADDRESS",
         help=f"run on the Ray cluster at ADDRESS (host:port, 'auto'), or on a local one without ADDRESS; {result}",
     )
-    cmd.add_argument("--shard-mb", type=float, default=64, help="with --ray: MiB of text per task (default 64)")
+    cmd.add_argument("--shard-mb", type=float, help="with --ray: MiB of text per task (default 64)")
+
+
+def _check_ray_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if args.ray is None and args.shard_mb is not None:
+        parser.error("--shard-mb applies only with --ray")
+    if args.ray is not None and args.threads is not None:
+        parser.error("--threads does not apply with --ray: each task uses one core, and Ray runs as many as fit")
 
 
 def _input_kwargs(args: argparse.Namespace) -> dict:
@@ -231,6 +238,7 @@ def _add_encode(commands: argparse._SubParsersAction) -> None:
 def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
+    _check_ray_options(args, parser)
     if args.ray is not None:
         from bpeforge.ray.cli import run_encode
 
@@ -293,6 +301,7 @@ def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if args.output.exists() and not args.force:
         parser.error(f"{args.output} already exists; pass --force to replace it")
     specials = _special_tokens(args)
+    _check_ray_options(args, parser)
     if args.ray is not None:
         from bpeforge.ray.cli import run_count
 

@@ -14,6 +14,7 @@ from bpeforge.ray import cluster
 from bpeforge.ray.count import count
 from bpeforge.ray.encode import encode
 from bpeforge.ray.jobs import ShardFailed
+from bpeforge.ray.shards import DEFAULT_SHARD_BYTES
 from bpeforge.tokenizer import Tokenizer
 
 EXIT_JOB_FAILED = 1
@@ -74,6 +75,8 @@ class _job_errors:
 
 
 def _shard_bytes(args: argparse.Namespace) -> int:
+    if args.shard_mb is None:
+        return DEFAULT_SHARD_BYTES
     if args.shard_mb <= 0:
         raise ValueError(f"--shard-mb must be positive, got {args.shard_mb}")
     return max(1, int(args.shard_mb * 2**20))
