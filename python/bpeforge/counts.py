@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, count_inputs, expand, warn_skipped
-from bpeforge.io import staging_file
+from bpeforge.io import replaced_atomically
 from bpeforge.progress import progress_bars
 from bpeforge.train import (
     PathLike,
@@ -56,17 +56,8 @@ def save_counts(counts: Counts, path: PathLike, *, overwrite: bool = False) -> P
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = staging_file(path)
-    os.close(fd)
-    try:
-        counts.save(temp)
-        with open(temp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with replaced_atomically(path) as staging:
+        counts.save(staging)
     return path
 
 

@@ -18,6 +18,8 @@ import secrets
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -320,6 +322,24 @@ def staging_file(path: Path) -> tuple[int, Path]:
     """
     staging = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
     return os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), staging
+
+
+@contextmanager
+def replaced_atomically(path: Path) -> Iterator[Path]:
+    """A temporary sibling for a writer that takes a path (the Rust core,
+    matplotlib): fsynced and renamed to `path` when the block ends, removed if
+    it raises, so `path` is the old file or the complete new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, staging = staging_file(path)
+    os.close(fd)
+    try:
+        yield staging
+        with open(staging, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
 
 
 def write_text_atomically(path: Path, text: str, *, overwrite: bool) -> Path:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from bpeforge.io import staging_file
+from bpeforge.io import replaced_atomically
 
 
 def plot_length_histogram(histogram: dict[str, int], path: Path, *, title: str) -> Path:
@@ -34,15 +33,9 @@ def _pyplot():
 
 
 def _save(figure, path: Path, plt) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = staging_file(path)
-    os.close(fd)
     try:
-        figure.savefig(temp, format=path.suffix.lstrip(".") or "png")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+        with replaced_atomically(path) as staging:
+            figure.savefig(staging, format=path.suffix.lstrip(".") or "png")
     finally:
         plt.close(figure)
     return path

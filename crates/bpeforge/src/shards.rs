@@ -172,6 +172,13 @@ mod tests {
         text
     }
 
+    /// A fresh directory for one test's files (removed by the test).
+    fn scratch_dir(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("bpeforge-shards-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     fn counts(sources: &[Source], specials: &SpecialSplitter, pattern: &Pattern) -> Vec<(Vec<u8>, u64)> {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         let how = Counting { specials, pattern, chunk_size: 7, profile: false };
@@ -184,8 +191,7 @@ mod tests {
 
     #[test]
     fn shards_count_like_the_whole_file_and_cover_it() {
-        let dir = std::env::temp_dir().join(format!("bpeforge-shards-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("counts");
         let tokens: Vec<String> = ["<|e|>", "<|e|><|e|>", "<s> x", "x</s>"].map(String::from).to_vec();
         let specials = SpecialSplitter::new(&tokens).unwrap();
         let mut rng = Lcg(7);
@@ -212,8 +218,7 @@ mod tests {
     fn never_cuts_after_an_occurrence_that_another_one_overlaps() {
         // "<s> x" matches first, so "x</s>" is text here: a cut after it would
         // split the text "</s>'s" that cl100k pre-tokenizes as ">'" + "s".
-        let dir = std::env::temp_dir().join(format!("bpeforge-shards-overlap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("overlap");
         let path = dir.join("t.txt");
         std::fs::write(&path, "a<s> x</s>'s b<s> x</s>'s").unwrap();
         let tokens: Vec<String> = ["<s> x", "x</s>"].map(String::from).to_vec();
@@ -228,8 +233,7 @@ mod tests {
     fn presets_keep_punctuation_with_the_newlines_after_it() {
         // cl100k and o200k pre-tokenize "!\n" and "?!\r\n\r\n" as one piece
         // each: a cut before the CR or LF would split them.
-        let dir = std::env::temp_dir().join(format!("bpeforge-shards-newlines-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("newlines");
         let path = dir.join("t.txt");
         std::fs::write(&path, "a!\nb?!\r\n\r\nc /\nd e\t!\n").unwrap();
         let specials = SpecialSplitter::new(&[]).unwrap();
@@ -248,8 +252,7 @@ mod tests {
 
     #[test]
     fn small_and_compressed_files_are_one_whole_shard() {
-        let dir = std::env::temp_dir().join(format!("bpeforge-shards-whole-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("whole");
         for name in ["small.txt", "big.txt.gz"] {
             let path = dir.join(name);
             std::fs::write(&path, "a b c d e f g").unwrap();

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from bpeforge import counts
 from bpeforge.ray import cluster
@@ -61,17 +63,14 @@ def run_encode(args: argparse.Namespace) -> int:
     return 0
 
 
-class _job_errors:
+@contextmanager
+def _job_errors() -> Iterator[None]:
     """A failed shard ends the command with its name, not a traceback."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, error, trace) -> bool:
-        if isinstance(error, ShardFailed):
-            print(f"bpeforge: error: {error}; finished shards are kept", file=sys.stderr)
-            raise SystemExit(EXIT_JOB_FAILED)
-        return False
+    try:
+        yield
+    except ShardFailed as error:
+        print(f"bpeforge: error: {error}; finished shards are kept", file=sys.stderr)
+        raise SystemExit(EXIT_JOB_FAILED) from None
 
 
 def _shard_bytes(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ import ray
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, warn_skipped
 from bpeforge.ray import cluster
-from bpeforge.ray.dataset import TEXT_COLUMN, is_dataset, row_blocks
+from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import MAX_RETRIES, SHARD_TASK_OPTIONS, wait_all
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, plan_files
 from bpeforge.train import normalize_paths, normalize_specials
@@ -79,7 +79,7 @@ def _count_shard(
 @ray.remote(num_cpus=1)
 def _count_block(block, column: str, specials: list[str], pattern: str) -> tuple[list[str], _core.Counts]:
     counts = _core.Counts(specials, pattern)
-    add_documents(counts, (text for text in block.column(column).to_pylist() if text is not None), 1)
+    add_documents(counts, block_texts(block, column), 1)
     return [], counts
 
 

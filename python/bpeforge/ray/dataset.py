@@ -35,6 +35,11 @@ def row_blocks(dataset: ray.data.Dataset, column: str) -> tuple[list[Shard], lis
     return shards, blocks
 
 
+def block_texts(block, column: str) -> list[str]:
+    """A block's documents: its `column`, null rows left out (as Parquet files' are)."""
+    return [text for text in block.column(column).to_pylist() if text is not None]
+
+
 @ray.remote(num_cpus=0)
 def _num_rows(block) -> int:
     return block.num_rows

@@ -31,7 +31,7 @@ from bpeforge.encode_files import choose_dtype
 from bpeforge.io import read_json, write_text_atomically
 from bpeforge.npy import NpyWriter
 from bpeforge.ray import cluster
-from bpeforge.ray.dataset import TEXT_COLUMN, is_dataset, row_blocks
+from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, plan_files
 from bpeforge.tokenizer import Tokenizer
@@ -39,6 +39,7 @@ from bpeforge.train import normalize_paths
 
 FORMAT = "bpeforge-token-shards"
 VERSION = 1
+SHARD_FILES = (("tokens", ".npy"), ("documents", ".docs.npy"))  # index key, file suffix
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ def _encode_shard(shard: Shard, block, column: str, box: list, key: str, dtype: 
         if block is None:
             starts = _encode_text(tokenizer, shard, writer)
         else:
-            starts = _encode_rows(tokenizer, block.column(column).to_pylist(), writer)
+            starts = _encode_rows(tokenizer, block_texts(block, column), writer)
     with NpyWriter(_shard_path(out, shard, ".docs.npy"), "uint64", overwrite=True) as docs:
         docs.write(starts.astype("<u8").tobytes())
     meta = {**shard.to_json(), "num_tokens": writer.length, "num_documents": len(starts)}
@@ -183,9 +184,8 @@ def _encode_text(tokenizer: Tokenizer, shard: Shard, writer: NpyWriter) -> np.nd
     return np.concatenate(starts)
 
 
-def _encode_rows(tokenizer: Tokenizer, texts: list, writer: NpyWriter) -> np.ndarray:
+def _encode_rows(tokenizer: Tokenizer, texts: list[str], writer: NpyWriter) -> np.ndarray:
     """A Dataset block's ids: each row is a document, following the previous one."""
-    texts = [text for text in texts if text is not None]
     packed = tokenizer._core.encode_batch_packed(texts, writer.dtype.itemsize, 1)
     lengths = np.array([len(ids) // writer.dtype.itemsize for ids in packed], dtype=np.uint64)
     writer.write(b"".join(packed))
@@ -196,7 +196,7 @@ def _write_index(out: Path, shards: list[Shard], job: dict) -> dict:
     entries = []
     for shard in shards:
         meta = read_json(_meta_path(out, shard))
-        files = {"tokens": f"shards/{shard.index:05d}.npy", "documents": f"shards/{shard.index:05d}.docs.npy"}
+        files = {name: str(_shard_path(out, shard, suffix).relative_to(out)) for name, suffix in SHARD_FILES}
         entries.append({**files, **meta})
     index = {"format": FORMAT, "version": VERSION, "tokenizer": job["tokenizer"], "dtype": job["dtype"]}
     index.update(num_tokens=sum(entry["num_tokens"] for entry in entries), shards=entries)
