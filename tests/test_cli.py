@@ -45,9 +45,15 @@ def test_existing_output_needs_force(tmp_path):
     assert refused.returncode == 2
     assert "--force" in refused.stderr
     assert (out / "mine.txt").read_text() == "keep me"
+    # --force replaces only a directory of bpeforge's own files: never the user's.
     forced = run_cli("train", str(corpus), "--vocab-size", "300", "-o", str(out), "--no-progress", "--force")
-    assert forced.returncode == 0, forced.stderr
-    assert not (out / "mine.txt").exists() and (out / "merges.txt").exists()
+    assert forced.returncode == 2 and "mine.txt" in forced.stderr
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    (out / "mine.txt").unlink()
+    for _ in range(2):
+        forced = run_cli("train", str(corpus), "--vocab-size", "300", "-o", str(out), "--no-progress", "--force")
+        assert forced.returncode == 0, forced.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["bpeforge.json", "merges.txt", "vocab.json"]
 
 
 def test_missing_input_is_named_and_nothing_is_written(tmp_path):

@@ -26,10 +26,14 @@ def random_tokens(seed: int, count: int) -> list[bytes]:
 
 def test_any_bytes_round_trip(tmp_path):
     # Tokens that are not UTF-8 alone, spaces, newlines, NUL: all survive.
-    tokens = [*random_tokens(0, 200), b" ", b"\n", b"\x00", b"\xff\xfe", "é".encode()[:1]]
+    # Each merge joins two tokens already in the vocab, as `save` requires.
+    rng = random.Random(0)
     vocab = {i: bytes([i]) for i in range(256)}
-    vocab.update({256 + i: token for i, token in enumerate(tokens)})
-    merges = [(token[:1], token[1:] or b"x") for token in tokens]
+    merges = [(b" ", b"\n"), (b"\x00", b"\x00"), (b"\xff", b"\xfe"), ("é".encode()[:1], b" ")]
+    while len(merges) < 200:
+        merges.append((rng.choice(list(vocab.values())), rng.choice(list(vocab.values()))))
+        vocab[255 + len(merges)] = b"".join(merges[-1])
+    vocab.update({256 + rank: left + right for rank, (left, right) in enumerate(merges)})
     bpeforge.save(vocab, merges, tmp_path / "tok", special_tokens=["<|endoftext|>"])
     assert bpeforge.load(tmp_path / "tok") == (vocab, merges)
     assert io.load_special_tokens(tmp_path / "tok") == ["<|endoftext|>"]
@@ -53,15 +57,36 @@ def test_files_are_what_gpt2_tools_expect(tmp_path):
 
 def test_existing_directory_is_kept_unless_overwrite(tmp_path):
     target = tmp_path / "tok"
-    target.mkdir()
-    (target / "keep.txt").write_text("mine")
     vocab = {i: bytes([i]) for i in range(256)}
+    bpeforge.save(vocab, [], target)
+    (target / "vocab.json").write_text("{}")  # an earlier output, replaced only when asked
     with pytest.raises(FileExistsError, match="overwrite=True"):
         bpeforge.save(vocab, [], target)
-    assert (target / "keep.txt").read_text() == "mine"
+    assert (target / "vocab.json").read_text() == "{}"
     bpeforge.save(vocab, [], target, overwrite=True)
     assert sorted(p.name for p in target.iterdir()) == ["bpeforge.json", "merges.txt", "vocab.json"]
+    assert bpeforge.load(target) == (vocab, [])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tok"]  # no staging or retired dirs left
+
+
+def test_overwrite_never_replaces_a_directory_holding_other_files(tmp_path):
+    target = tmp_path / "data"
+    target.mkdir()
+    (target / "corpus.txt").write_text("mine")
+    vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(ValueError, match=r"did not write \(corpus.txt\)"):
+        bpeforge.save(vocab, [], target, overwrite=True)
+    assert [p.name for p in target.iterdir()] == ["corpus.txt"]
+    assert (target / "corpus.txt").read_text() == "mine"
+
+
+def test_overwrite_never_turns_a_file_into_a_directory(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    with pytest.raises(ValueError, match="is a file"):
+        bpeforge.save({i: bytes([i]) for i in range(256)}, [], notes, overwrite=True)
+    assert notes.read_text() == "mine"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
 def test_a_failed_save_leaves_nothing_behind(tmp_path):
@@ -109,7 +134,7 @@ def test_output_files_get_the_umask_permissions_not_private_ones(tmp_path):
         corpus = tmp_path / "c.txt"
         corpus.write_text("a b c")
         bpeforge.save_counts(bpeforge.count(corpus), tmp_path / "c.counts")
-        bpeforge.io.write_text_atomically(tmp_path / "t.json", "{}", overwrite=False)
+        bpeforge.outputs.write_text_atomically(tmp_path / "t.json", "{}", overwrite=False)
     finally:
         os.umask(umask)
     for name in ("ids.npy", "c.counts", "t.json"):

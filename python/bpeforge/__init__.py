@@ -10,15 +10,16 @@ from importlib.metadata import PackageNotFoundError, version
 from bpeforge._core import PATTERNS
 from bpeforge._core import pretokenize as _pretokenize
 from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
-from bpeforge.io import load, save
-from bpeforge.tokenizer import Tokenizer
-from bpeforge.train import TrainResult, TrainStats, train, train_bpe, train_from_iterator
+from bpeforge.io import load
+from bpeforge.patterns import normalize_pattern
+from bpeforge.tokenizer import Tokenizer, save
+from bpeforge.train import TrainingNote, TrainResult, TrainStats, train, train_bpe, train_from_iterator
 
 
 def pretokenize(text: str, pattern: str = "gpt2") -> list[str]:
     """The pre-tokens of one document (special tokens are not split off) with a
     preset ("gpt2", "cl100k", "o200k") or a custom regex."""
-    return _pretokenize(text, pattern)
+    return _pretokenize(text, normalize_pattern(pattern))
 
 
 try:
@@ -32,6 +33,7 @@ __all__ = [
     "Tokenizer",
     "TrainResult",
     "TrainStats",
+    "TrainingNote",
     "__version__",
     "count",
     "load",

@@ -9,16 +9,19 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 from bpeforge import counts, demo, encode_files, io, train_report
 from bpeforge.convert import add_convert_command
 from bpeforge.inspect_cli import add_inspect_commands
+from bpeforge.outputs import check_output
 from bpeforge.report import print_train_summary
-from bpeforge.tokenizer import Tokenizer
+from bpeforge.tokenizer import Tokenizer, save
+from bpeforge.train import TrainingNote, train
 from bpeforge.train import TrainResult as train_result
-from bpeforge.train import train
 
 DEFAULT_SPECIAL = "<|endoftext|>"
 EXIT_USAGE = 2
@@ -29,18 +32,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args, parser)
+        with warnings.catch_warnings():
+            # The summary prints these notes itself; other warnings get one line each.
+            warnings.simplefilter("ignore", TrainingNote)
+            warnings.showwarning = _show_warning
+            return args.run(args, args.command_parser)
     except KeyboardInterrupt:
         print("\nbpeforge: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (OSError, ValueError, TypeError, ImportError) as err:
-        # ImportError: an optional extra (ray, matplotlib) is missing; the message says which to install.
-        print(f"bpeforge: error: {err}", file=sys.stderr)
+    except Exception as err:
+        # Every error is one line that says what to fix; --debug shows where it came from.
+        if args.debug:
+            traceback.print_exc()
+        print(f"bpeforge {args.command}: error: {describe_error(err)}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def describe_error(err: BaseException) -> str:
+    """The message of `err` for a person: the file and the reason, without
+    errno prefixes (`[Errno 2] ...`) or exception class names."""
+    if isinstance(err, OSError) and err.strerror:
+        where = err.filename if err.filename is not None else ""
+        reason = err.strerror[0].lower() + err.strerror[1:] if where else err.strerror
+        return f"{where}: {reason}" if where and str(where) not in reason else reason
+    message = str(err) or type(err).__name__
+    if isinstance(err, (OSError, ValueError, TypeError, ImportError, FileExistsError)):
+        return message
+    return f"{message} ({type(err).__name__}; run with --debug for the traceback)"
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"bpeforge: warning: {message}", file=sys.stderr)
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpeforge", description="Byte-level BPE tokenizer training, fast and exact.")
+    parser.add_argument("--debug", action="store_true", help="on an error, also print the Python traceback")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_train(commands)
     _add_count(commands)
@@ -48,6 +75,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_decode(commands)
     add_convert_command(commands)
     add_inspect_commands(commands)
+    for command in commands.choices.values():
+        # Errors found after parsing print the subcommand's usage, not the top level's.
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -67,7 +97,11 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
         "--min-frequency", type=int, help="stop when the best pair occurs fewer times (off by default, as in CS336)"
     )
     train_cmd.add_argument("--max-token-length", type=int, help="never make a token longer than this many bytes")
-    train_cmd.add_argument("--vocab-size", type=int, help="total vocabulary size (default 10000; 4096 with --demo)")
+    train_cmd.add_argument(
+        "--vocab-size",
+        type=int,
+        help="total vocabulary size, at least 256 + specials (default 10000; 4096 with --demo)",
+    )
     _add_special_token_option(train_cmd)
     train_cmd.add_argument("-o", "--output", type=Path, help="output directory (default bpeforge-demo with --demo)")
     train_cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
@@ -84,23 +118,31 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_special_token_option(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument(
+    group = cmd.add_mutually_exclusive_group()
+    group.add_argument(
         "--special-token",
         action="append",
         dest="special_tokens",
         metavar="TOK",
-        help=f"a special token that separates documents (repeatable; default {DEFAULT_SPECIAL})",
+        help=f"a special token that separates documents (repeatable). Default: {DEFAULT_SPECIAL}; giving any "
+        f"replaces the default, so add --special-token '{DEFAULT_SPECIAL}' to keep it",
     )
+    group.add_argument("--no-special-tokens", action="store_true", help="no special tokens (not even the default)")
 
 
 def _special_tokens(args: argparse.Namespace) -> list[str]:
+    if args.no_special_tokens:
+        return []
     return args.special_tokens if args.special_tokens is not None else [DEFAULT_SPECIAL]
 
 
 def _add_input_options(cmd: argparse.ArgumentParser) -> None:
     """Where documents come from and how they are split: the same for `train` and `count`."""
     cmd.add_argument(
-        "--pattern", default="gpt2", help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k or a custom regex"
+        "--pattern",
+        default="gpt2",
+        help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k or a custom regex (text no match covers "
+        "is kept as pieces of its own)",
     )
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
     cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
@@ -138,17 +180,21 @@ def _input_kwargs(args: argparse.Namespace) -> dict:
     }
 
 
+def _check_tokenizer_output(output: Path, inputs: Sequence, force: bool) -> None:
+    """Refuse the output directory before any work, not after the training run."""
+    check_output(output, inputs=inputs, overwrite=force, directory=True, owned=io.TOKENIZER_FILES)
+
+
 def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if args.output is not None and args.output.exists() and not args.force:
-        parser.error(f"{args.output} already exists; pass --force to replace it")
     started = time.perf_counter()
     if args.from_counts is not None:
+        if args.output is not None:
+            _check_tokenizer_output(args.output, [args.from_counts], args.force)
         result, output, files = _train_from_counts(args, parser), args.output, 1
         vocab_size = args.vocab_size
     else:
         inputs, output, vocab_size = _train_inputs(args, parser)
-        if output.exists() and not args.force:
-            parser.error(f"{output} already exists; pass --force to replace it")
+        _check_tokenizer_output(output, inputs, args.force)
         specials = _special_tokens(args)
         result = train(
             inputs,
@@ -163,7 +209,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
         files = len(inputs)
     write_started = time.perf_counter()
-    io.save(
+    save(
         result.vocab,
         result.merges,
         output,
@@ -194,7 +240,7 @@ def _train_from_counts(args: argparse.Namespace, parser: argparse.ArgumentParser
         parser.error("--from-counts trains from the count file alone; give no INPUT files and no --demo")
     if args.output is None or args.vocab_size is None:
         parser.error("--from-counts needs --vocab-size N and -o DIR")
-    if args.special_tokens is not None:
+    if args.special_tokens is not None or args.no_special_tokens:
         parser.error("--from-counts uses the special tokens the corpus was counted with; drop --special-token")
     return counts.train_from_counts(
         args.from_counts,
@@ -209,12 +255,13 @@ def _train_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if args.demo:
         if args.inputs:
             parser.error("--demo trains on the standard library; give either --demo or INPUT files, not both")
-        return demo.stdlib_sources(), args.output or Path("bpeforge-demo"), args.vocab_size or 4096
+        vocab_size = 4096 if args.vocab_size is None else args.vocab_size
+        return demo.stdlib_sources(), args.output or Path("bpeforge-demo"), vocab_size
     if not args.inputs:
         parser.error("give the INPUT files to train on (or --demo)")
     if args.output is None:
         parser.error("give the output directory with -o DIR")
-    return args.inputs, args.output, args.vocab_size or 10000
+    return args.inputs, args.output, 10000 if args.vocab_size is None else args.vocab_size
 
 
 def _add_encode(commands: argparse._SubParsersAction) -> None:
@@ -243,6 +290,7 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         from bpeforge.ray.cli import run_encode
 
         return run_encode(args)
+    check_output(args.output, inputs=[*args.inputs, args.tokenizer], overwrite=args.force)
     tokenizer = Tokenizer.load(args.tokenizer)
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
     stats = encode_files.encode_files(
@@ -253,6 +301,7 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         threads=args.threads,
         progress=not args.no_progress,
         overwrite=args.force,
+        tokenizer_path=args.tokenizer,
     )
     seconds = max(stats.seconds, 1e-9)
     print(
@@ -268,11 +317,15 @@ def _add_decode(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("source", type=Path, metavar="IN.npy")
     cmd.add_argument("--tokenizer", required=True, type=Path, help="directory written by `bpeforge train`")
     cmd.add_argument("-o", "--output", required=True, type=Path, help="output file (the exact bytes)")
+    cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.set_defaults(run=_run_decode)
 
 
 def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    written = encode_files.decode_file(Tokenizer.load(args.tokenizer), args.source, args.output)
+    check_output(args.output, inputs=[args.source, args.tokenizer], overwrite=args.force)
+    written = encode_files.decode_file(
+        Tokenizer.load(args.tokenizer), args.source, args.output, overwrite=args.force, tokenizer_path=args.tokenizer
+    )
     print(f"wrote {args.output}: {written:,} bytes")
     return 0
 
@@ -298,8 +351,7 @@ def _add_count(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if args.output.exists() and not args.force:
-        parser.error(f"{args.output} already exists; pass --force to replace it")
+    check_output(args.output, inputs=args.inputs, overwrite=args.force)
     specials = _special_tokens(args)
     _check_ray_options(args, parser)
     if args.ray is not None:
@@ -310,7 +362,7 @@ def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     table = counts.count(
         args.inputs, specials, num_threads=args.threads, progress=not args.no_progress, **_input_kwargs(args)
     )
-    counts.save_counts(table, args.output, overwrite=args.force)
+    counts.save_counts(table, args.output, overwrite=args.force, inputs=args.inputs)
     print(
         f"wrote {args.output}: {len(table):,} unique pre-tokens from {table.bytes_counted / 2**20:,.1f} MiB "
         f"in {time.perf_counter() - started:.2f} s"

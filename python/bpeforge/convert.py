@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bpeforge import formats, io
+from bpeforge.outputs import check_output
 from bpeforge.tokenizer import Tokenizer
 
 HF_FILE = "tokenizer.json"
@@ -31,7 +32,7 @@ def _load_hf(path: Path) -> Tokenizer:
 
 
 def _save_gpt2(tokenizer: Tokenizer, path: Path, overwrite: bool) -> None:
-    io.save(tokenizer.vocab, tokenizer.merges, path, special_tokens=tokenizer.special_tokens, overwrite=overwrite)
+    tokenizer.save(path, overwrite=overwrite)
 
 
 def _save_hf(tokenizer: Tokenizer, path: Path, overwrite: bool) -> None:
@@ -99,8 +100,8 @@ def run_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             f"cannot tell the format of {source}: give a directory with {io.VOCAB_FILE} and {io.MERGES_FILE} "
             f"(gpt2), a .json file (hf) or a .tiktoken file (tiktoken), or name it with --from {'|'.join(LOADERS)}"
         )
-    if args.output.exists() and not args.force:
-        parser.error(f"{args.output} already exists; pass --force to replace it")
+    directory = args.target_format == "gpt2"
+    check_output(args.output, inputs=[source], overwrite=args.force, directory=directory, owned=io.TOKENIZER_FILES)
     tokenizer = _with_specials(LOADERS[source_format](source), args.special_tokens or [])
     SAVERS[args.target_format](tokenizer, args.output, args.force)
     _print_summary(tokenizer, args.output, args.target_format)
@@ -119,7 +120,7 @@ def detect_format(source: Path) -> str | None:
 def _with_specials(tokenizer: Tokenizer, extra: list[str]) -> Tokenizer:
     if all(token in tokenizer.special_tokens for token in extra):
         return tokenizer
-    return Tokenizer(tokenizer.vocab, tokenizer.merges, tokenizer.special_tokens + extra)
+    return Tokenizer(tokenizer.vocab, tokenizer.merges, tokenizer.special_tokens + extra, pattern=tokenizer.pattern)
 
 
 def _print_summary(tokenizer: Tokenizer, output: Path, target_format: str) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, count_inputs, expand, warn_skipped
-from bpeforge.io import replaced_atomically
+from bpeforge.outputs import check_output, replaced_atomically
+from bpeforge.patterns import normalize_pattern
 from bpeforge.progress import progress_bars
 from bpeforge.train import (
     PathLike,
@@ -31,7 +32,7 @@ Counts = _core.Counts
 
 def count(
     input_path: PathLike | Sequence[PathLike],
-    special_tokens: Iterable[str] = (),
+    special_tokens: Iterable[str] | None = None,
     *,
     num_threads: int | None = None,
     progress: bool = False,
@@ -44,6 +45,7 @@ def count(
     """The pre-token counts of a corpus: the inputs `bpeforge.train` takes (each file ends a document)."""
     files = expand(normalize_paths(input_path), glob)
     specials = normalize_specials(special_tokens)
+    pattern = normalize_pattern(pattern)
     records = RecordOptions(text_field, text_column, skip_bad_records)
     with progress_bars(progress) as bars:
         counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
@@ -51,11 +53,11 @@ def count(
     return counts
 
 
-def save_counts(counts: Counts, path: PathLike, *, overwrite: bool = False) -> Path:
-    """Write `counts` to `path` atomically (a temporary file renamed into place)."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
+def save_counts(counts: Counts, path: PathLike, *, overwrite: bool = False, inputs: Iterable[PathLike] = ()) -> Path:
+    """Write `counts` to `path` atomically (a temporary file renamed into place).
+
+    `inputs`: paths the output must not be (the corpus it was counted from)."""
+    path = check_output(path, inputs=inputs, overwrite=overwrite)
     with replaced_atomically(path) as staging:
         counts.save(staging)
     return path
@@ -74,7 +76,7 @@ def merge_counts(paths: Sequence[PathLike], output: PathLike | None = None, *, o
     for path in paths[1:]:
         total.merge(load_counts(path), os.fspath(path))
     if output is not None:
-        save_counts(total, output, overwrite=overwrite)
+        save_counts(total, output, overwrite=overwrite, inputs=paths)
     return total
 
 
@@ -87,10 +89,12 @@ def train_from_counts(
     progress: bool = False,
 ) -> TrainResult:
     """Learn merges from a count table (or count file), with the special tokens it was counted with."""
+    if not isinstance(counts, (Counts, str, os.PathLike)):
+        raise TypeError(f"counts must be a Counts table or a count file's path, got {type(counts).__name__}")
     table = counts if isinstance(counts, Counts) else load_counts(counts)
     specials = table.special_tokens
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
     with progress_bars(progress) as bars:
         core = table.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    return result_from_core(core, specials, table.pattern)
+    return result_from_core(core, specials, table.pattern, vocab_size)

@@ -9,6 +9,7 @@ encoded on its own (a file's end ends a pre-token); their ids are concatenated.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bpeforge.npy import NpyWriter
+from bpeforge.outputs import check_output, open_atomically
 from bpeforge.progress import progress_bars
 from bpeforge.tokenizer import Tokenizer
 
@@ -53,11 +55,16 @@ def encode_files(
     threads: int | None = None,
     progress: bool = True,
     overwrite: bool = False,
+    tokenizer_path: str | os.PathLike[str] | None = None,
 ) -> EncodeStats:
-    """Encode `inputs` into one `.npy` array of `dtype`, atomically."""
+    """Encode `inputs` into one `.npy` array of `dtype`, atomically.
+
+    `output` may not be one of the inputs (nor the tokenizer's files, when
+    `tokenizer_path` is given): that is refused before anything is opened."""
     started = time.perf_counter()
     paths = [os.fspath(path) for path in inputs]
-    with NpyWriter(output, dtype, overwrite=overwrite) as writer:
+    guarded = [*paths, *([tokenizer_path] if tokenizer_path is not None else [])]
+    with NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded) as writer:
         rate = lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s"  # noqa: E731
         with progress_bars(progress, rate) as bars:
             bytes_in = tokenizer._core.encode_files(paths, DTYPES[dtype], writer.write, threads, None, bars)
@@ -65,19 +72,45 @@ def encode_files(
     return EncodeStats(bytes_in, tokens, time.perf_counter() - started)
 
 
-def decode_file(tokenizer: Tokenizer, source: str | os.PathLike[str], output: str | os.PathLike[str]) -> int:
+def decode_file(
+    tokenizer: Tokenizer,
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    tokenizer_path: str | os.PathLike[str] | None = None,
+) -> int:
     """Write the bytes of the ids in `source` (.npy) to `output`; returns bytes written.
 
     Bytes, not text: the exact inverse of `encode` even where a token boundary
     splits a character. Ids are read through a memory map, a block at a time.
+    The output is written atomically: after a failure (an unknown id, a full
+    disk) an existing `output` is unchanged.
     """
-    ids = np.load(source, mmap_mode="r")
-    if ids.ndim != 1 or ids.dtype.kind not in "ui":
-        raise ValueError(f"{os.fspath(source)}: expected a 1-D integer array of token ids, got {ids.dtype} {ids.shape}")
+    guarded = [source, *([tokenizer_path] if tokenizer_path is not None else [])]
+    output = check_output(output, inputs=guarded, overwrite=overwrite)
+    ids = load_token_ids(source)
     written = 0
-    with open(output, "wb") as out:
+    with open_atomically(output) as out:
         for start in range(0, len(ids), 1 << 20):
             data = tokenizer.decode_bytes(ids[start : start + (1 << 20)].tolist())
             out.write(data)
             written += len(data)
     return written
+
+
+def load_token_ids(source: str | os.PathLike[str]) -> np.ndarray:
+    """A `.npy` file of token ids, memory-mapped; every way it can be wrong is a ValueError naming it."""
+    try:
+        ids = np.load(source, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", os.fspath(source)) from None
+    except IsADirectoryError:
+        raise ValueError(f"{os.fspath(source)}: is a directory; give a .npy file of token ids") from None
+    except (ValueError, OSError, EOFError) as err:
+        detail = getattr(err, "strerror", None) or str(err)
+        raise ValueError(f"{os.fspath(source)}: not a readable .npy array of token ids ({detail})") from None
+    if not isinstance(ids, np.ndarray) or ids.ndim != 1 or ids.dtype.kind not in "ui":
+        shape = f"{ids.dtype} {ids.shape}" if isinstance(ids, np.ndarray) else type(ids).__name__
+        raise ValueError(f"{os.fspath(source)}: expected a 1-D integer array of token ids, got {shape}")
+    return ids

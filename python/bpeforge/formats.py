@@ -85,7 +85,8 @@ from pathlib import Path
 from typing import Any, Union
 
 from bpeforge import _core
-from bpeforge.io import decode_token, encode_token, read_json, write_text_atomically
+from bpeforge.io import decode_token, encode_token, read_json
+from bpeforge.outputs import write_text_atomically
 from bpeforge.tokenizer import Tokenizer
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from bpeforge import inspection, show
+from bpeforge.outputs import check_output
 from bpeforge.tokenizer import Tokenizer
 
 BAR_WIDTH = 40
@@ -51,10 +52,13 @@ def _add_inspect(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("tokenizer", type=Path, metavar="DIR", help="directory written by `bpeforge train`")
     _add_sample_options(cmd)
     cmd.add_argument("--plot", type=Path, metavar="PNG", help="draw the token-length histogram (needs matplotlib)")
+    cmd.add_argument("--force", action="store_true", help="replace the --plot file if it exists")
     cmd.set_defaults(run=_run_inspect)
 
 
 def _run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.plot is not None:
+        check_output(args.plot, inputs=[args.tokenizer, *args.sample], overwrite=args.force)
     tokenizer = Tokenizer.load(args.tokenizer)
     figures = inspection.vocabulary_figures(tokenizer)
     figures["samples"] = [sample.to_json() for sample in _samples(tokenizer, args)]
@@ -180,6 +184,8 @@ def _add_show(commands: argparse._SubParsersAction) -> None:
 def _run_show(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if (args.text is None) == (args.file is None):
         parser.error("give the text, or --file FILE (one of them)")
+    if args.html is not None:
+        check_output(args.html, inputs=[args.tokenizer, *filter(None, [args.file])], overwrite=args.force)
     text = args.text if args.file is None else args.file.read_text(encoding="utf-8")
     tokenizer = Tokenizer.load(args.tokenizer)
     pieces = show.pieces(tokenizer, text)
@@ -187,6 +193,7 @@ def _run_show(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(show.terminal(pieces, color=sys.stdout.isatty()))
         return 0
     title = f"bpeforge show: {args.tokenizer.name}"
-    path = show.save_html(pieces, args.html, title=title, overwrite=args.force)
+    inputs = (args.tokenizer, *([args.file] if args.file is not None else []))
+    path = show.save_html(pieces, args.html, title=title, overwrite=args.force, inputs=inputs)
     print(f"wrote {path}: {sum(len(p.ids) for p in pieces)} tokens")
     return 0

@@ -69,6 +69,8 @@ def sample_figures(
 ) -> SampleFigures:
     """Compression on `path` (or on `documents` drawn from it) and throughput on all of it."""
     file_bytes, file_tokens, seconds = _timed_encode(tokenizer, path, threads)
+    if file_bytes == 0:
+        raise ValueError(f"{os.fspath(path)}: the sample is empty; give a --sample file with text")
     size, tokens, drawn = file_bytes, file_tokens, None
     if documents is not None:
         drawn = draw_documents(path, _document_separator(tokenizer), documents, seed)

@@ -2,31 +2,31 @@
 
 Token bytes are written through GPT-2's byte-to-unicode table, so every byte
 string round-trips exactly, including tokens that are not valid UTF-8 alone.
-A directory is written atomically: complete files go to a temporary sibling
-directory, which is then renamed into place, so a crash never leaves a
-half-written vocabulary behind. `bpeforge.json` beside them records the
+A directory is written atomically (`bpeforge.outputs`): complete files go to a
+temporary sibling directory, which is then renamed into place, so a crash
+never leaves a half-written vocabulary behind. `bpeforge.json` beside them records the
 special tokens and the format version (see docs/format.md).
 """
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import os
-import secrets
-import shutil
-import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import warnings
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+
+from bpeforge.outputs import write_directory_atomically
 
 FORMAT_VERSION = 1
 VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
 META_FILE = "bpeforge.json"
+REPORT_FILE = "train_report.json"  # written by `bpeforge train --profile`
+# What bpeforge writes in a tokenizer directory: an existing directory is
+# replaced (overwrite=True, --force) only while it holds nothing else.
+TOKENIZER_FILES = (VOCAB_FILE, MERGES_FILE, META_FILE, REPORT_FILE)
 MERGES_HEADER = "#version: 0.2"  # GPT-2's header; HF tokenizers expects and skips it
 
 Vocab = dict[int, bytes]
@@ -80,26 +80,28 @@ def decode_token(text: str, *, where: str = "") -> bytes:
         raise ValueError(f"{where}token {text!r} has {bad!r}, which is not a GPT-2 byte character") from None
 
 
-def save(
+def write_tokenizer_directory(
     vocab: Vocab,
     merges: Merges,
     directory: str | os.PathLike[str],
     *,
-    special_tokens: list[str] | None = None,
-    overwrite: bool = False,
-    pattern: str = "gpt2",
+    special_tokens: list[str],
+    pattern: str,
+    overwrite: bool,
+    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> Path:
-    """Write `vocab.json`, `merges.txt` and `bpeforge.json` into `directory`, atomically.
+    """Write `vocab.json`, `merges.txt` and `bpeforge.json` as `directory`, atomically.
 
-    An existing directory is replaced only with `overwrite=True`.
+    No checks of the contents: `bpeforge.save` checks them first (what `load`
+    would refuse is refused before anything is written).
     """
-    _check_types(vocab, merges)
+    check_types(vocab, merges)
     files = {
         VOCAB_FILE: _vocab_json(vocab),
         MERGES_FILE: _merges_txt(merges),
-        META_FILE: _meta_json(vocab, merges, special_tokens or [], pattern),
+        META_FILE: _meta_json(vocab, merges, special_tokens, pattern),
     }
-    return write_directory_atomically(Path(directory), files, overwrite=overwrite)
+    return write_directory_atomically(directory, files, overwrite=overwrite, inputs=inputs, owned=TOKENIZER_FILES)
 
 
 def load(directory: str | os.PathLike[str]) -> tuple[Vocab, Merges]:
@@ -168,6 +170,11 @@ def load_meta(directory: str | os.PathLike[str]) -> dict:
     """`bpeforge.json` of a directory written by `save`; GPT-2's defaults for a bare GPT-2 directory."""
     path = Path(directory) / META_FILE
     if not path.exists():
+        warnings.warn(
+            f"{directory} has no {META_FILE}: loading it with no special tokens and the gpt2 pattern; if it was "
+            f"trained otherwise, save it again with bpeforge.save(..., special_tokens=..., pattern=...)",
+            stacklevel=3,
+        )
         return {"special_tokens": [], "pattern": "gpt2"}
     meta = read_json(path)
     if not isinstance(meta, dict):
@@ -188,7 +195,7 @@ def load_special_tokens(directory: str | os.PathLike[str]) -> list[str]:
     return load_meta(directory)["special_tokens"]
 
 
-def _check_types(vocab: Vocab, merges: Merges) -> None:
+def check_types(vocab: Vocab, merges: Merges) -> None:
     for token_id, token in vocab.items():
         if not isinstance(token_id, int) or not isinstance(token, bytes):
             raise TypeError(f"vocab must map int ids to bytes; entry {token_id!r}: {token!r} is not")
@@ -230,131 +237,3 @@ def _meta_json(vocab: Vocab, merges: Merges, special_tokens: list[str], pattern:
         "special_tokens": special_tokens,
     }
     return json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
-
-
-def write_directory_atomically(directory: Path, files: dict[str, str], *, overwrite: bool) -> Path:
-    """Write `files` (name -> text) as `directory`, all or nothing."""
-    if directory.exists() and not overwrite:
-        raise FileExistsError(f"{directory} already exists; pass overwrite=True (CLI: --force) to replace it")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    _chmod_like_mkdir(staging)
-    try:
-        for name, text in files.items():
-            _write_synced(staging / name, text)
-        _swap_into_place(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return directory
-
-
-def _chmod_like_mkdir(path: Path) -> None:
-    """mkdtemp makes 0700 directories; the output should get what `mkdir` gives (0777 less the umask)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o777 & ~umask)
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _swap_into_place(staging: Path, directory: Path) -> None:
-    """Make `staging` be `directory`, atomically where the OS allows.
-
-    A new directory is one rename. An existing one is exchanged with the
-    staging directory in one step (Linux `renameat2(RENAME_EXCHANGE)`), so a
-    kill at any moment leaves either the old directory or the complete new one
-    under the name; the old one, now under the staging name, is removed after.
-    Where the exchange is unavailable, two renames (old aside, new in) leave a
-    moment in which the name is missing, never one in which it is half-written.
-    """
-    if not directory.exists():
-        os.rename(staging, directory)
-        return
-    if _exchange(staging, directory):
-        shutil.rmtree(staging, ignore_errors=True)
-        return
-    retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
-    os.rename(directory, retired / directory.name)
-    os.rename(staging, directory)
-    shutil.rmtree(retired, ignore_errors=True)
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths; False where the system cannot (not Linux, old glibc, some filesystems)."""
-    renameat2 = _renameat2()
-    if renameat2 is None:
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    error = ctypes.get_errno()
-    if error in (errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.ENOTSUP):
-        return False
-    raise OSError(error, os.strerror(error), os.fspath(b))
-
-
-@lru_cache(maxsize=1)
-def _renameat2():
-    # ctypes rather than a dependency: the one syscall Python's os module lacks.
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function
-
-
-def staging_file(path: Path) -> tuple[int, Path]:
-    """Create the temporary sibling that `path` is written under before its rename: (fd, its path).
-
-    os.open with mode 0o666, not tempfile.mkstemp: the file gets the usual
-    umask permissions (readable by others, as `open` would make it) instead
-    of mkstemp's private 0o600, which would carry over to the output.
-    """
-    staging = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
-    return os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), staging
-
-
-@contextmanager
-def replaced_atomically(path: Path) -> Iterator[Path]:
-    """A temporary sibling for a writer that takes a path (the Rust core,
-    matplotlib): fsynced and renamed to `path` when the block ends, removed if
-    it raises, so `path` is the old file or the complete new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, staging = staging_file(path)
-    os.close(fd)
-    try:
-        yield staging
-        with open(staging, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomically(path: Path, text: str, *, overwrite: bool) -> Path:
-    """Write `text` to a temporary sibling, fsync it, then rename it to `path`: all or nothing."""
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, staging = staging_file(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
-    return path

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import struct
-from pathlib import Path
+from collections.abc import Sequence
 from types import TracebackType
 
 import numpy as np
 
-from bpeforge.io import staging_file
+from bpeforge.outputs import check_output, remove_stale_temporaries, temporary_sibling
 
 MAGIC = b"\x93NUMPY\x01\x00"
 HEADER_BYTES = 128  # magic + length + dict + padding, a multiple of 64 as NumPy asks
@@ -35,13 +35,18 @@ def _header(dtype: np.dtype, length: int) -> bytes:
 class NpyWriter:
     """Append raw little-endian elements of `dtype`; `close()` commits the file."""
 
-    def __init__(self, path: str | os.PathLike[str], dtype: str, *, overwrite: bool = False) -> None:
-        self.path = Path(path)
+    def __init__(
+        self, path: str | os.PathLike[str], dtype: str, *, overwrite: bool = False, inputs: Sequence = ()
+    ) -> None:
+        self.path = check_output(path, inputs=inputs, overwrite=overwrite)
         self.dtype = np.dtype(dtype).newbyteorder("<")
-        if self.path.exists() and not overwrite:
-            raise FileExistsError(f"{self.path} already exists; pass --force to replace it")
+        remove_stale_temporaries(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._temp = staging_file(self.path)
+        self._temp = temporary_sibling(self.path)
+        try:
+            fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as err:
+            raise OSError(err.errno, f"cannot write {self.path}: {err.strerror}", os.fspath(self.path)) from None
         self._file = os.fdopen(fd, "wb")
         self._file.write(_header(self.dtype, 0))
         self.length = 0

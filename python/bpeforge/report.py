@@ -6,7 +6,7 @@ import resource
 import sys
 from pathlib import Path
 
-from bpeforge.train import TrainResult
+from bpeforge.train import TrainResult, training_notes
 
 
 def peak_memory_mib() -> float:
@@ -15,12 +15,23 @@ def peak_memory_mib() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def show_token(token: bytes) -> str:
-    """A token for humans: its text if it is UTF-8, else its escaped bytes."""
+# Tokens longer than this are shown cut, with their length: a corpus with one
+# 5 MB pre-token must not print 5 MB to the terminal.
+SHOWN_TOKEN_BYTES = 40
+
+
+def show_token(token: bytes, limit: int = SHOWN_TOKEN_BYTES) -> str:
+    """A token for humans: its text if it is UTF-8, else its escaped bytes;
+    cut after `limit` bytes, with its length: `'aaaa…' (5,000,000 bytes)`."""
+    head = token[:limit]
     try:
-        return repr(token.decode("utf-8"))
+        token.decode("utf-8")
+        shown = repr(head.decode("utf-8", errors="ignore"))  # a cut may split a char: drop its part
     except UnicodeDecodeError:
-        return repr(token)
+        shown = repr(head)
+    if len(token) <= limit:
+        return shown
+    return f"{shown[:-1]}…{shown[-1]} ({len(token):,} bytes)"
 
 
 def longest_tokens(result: TrainResult, count: int = 5) -> list[bytes]:
@@ -55,9 +66,5 @@ def print_train_summary(
     ]
     if stats.skipped_records:
         lines.append(f"  skipped         {len(stats.skipped_records):,} bad records, first: {stats.skipped_records[0]}")
-    if len(result.vocab) < requested_vocab_size:
-        lines.append(
-            f"  note: the corpus ran out of pairs at {len(result.vocab):,} tokens, short of the "
-            f"{requested_vocab_size:,} asked for (every pre-token is one token already, or hit a limit)"
-        )
+    lines.extend(f"  note: {note}" for note in training_notes(result, requested_vocab_size))
     print("\n".join(lines))

@@ -12,12 +12,15 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from bpeforge.io import write_text_atomically
+from bpeforge.outputs import write_text_atomically
+from bpeforge.report import show_token
 from bpeforge.tokenizer import Tokenizer
 
 # Pastel backgrounds, readable with black text; neighbours always differ.
 PALETTE = ["#ffd6a5", "#caffbf", "#9bf6ff", "#bdb2ff", "#ffadad", "#fdffb6"]
 ANSI_BACKGROUNDS = [223, 157, 159, 183, 217, 229]  # the palette in xterm-256 colours
+SHOWN_PIECE_CHARS = 80  # a longer token is shown cut, with its length
+SHOWN_IDS = 200  # ids listed after the text; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,22 @@ def terminal(pieces_: list[Piece], *, color: bool) -> str:
     """Pieces on coloured backgrounds (or between `|` without colour), then their ids."""
     shown = []
     for index, piece in enumerate(pieces_):
-        text = piece.text.replace("\n", "↵\n").replace("\t", "→")
+        text = _cut(piece.text).replace("\n", "↵\n").replace("\t", "→")
         if color:
             shown.append(f"\x1b[30;48;5;{ANSI_BACKGROUNDS[index % len(ANSI_BACKGROUNDS)]}m{text}\x1b[0m")
         else:
             shown.append(text)
     ids = [token_id for piece in pieces_ for token_id in piece.ids]
     joined = "".join(shown) if color else "|".join(shown)
-    return f"{joined}\n\n{len(ids)} tokens: {ids}"
+    listed = ids if len(ids) <= SHOWN_IDS else f"{ids[:SHOWN_IDS]} … ({len(ids) - SHOWN_IDS:,} more)"
+    return f"{joined}\n\n{len(ids)} tokens: {listed}"
+
+
+def _cut(text: str) -> str:
+    """A piece as shown: cut after `SHOWN_PIECE_CHARS`, with its length."""
+    if len(text) <= SHOWN_PIECE_CHARS:
+        return text
+    return f"{text[:SHOWN_PIECE_CHARS]}… ({len(text.encode('utf-8')):,} bytes)"
 
 
 def html_page(pieces_: list[Piece], *, title: str) -> str:
@@ -93,10 +104,10 @@ hover a token for its ids</header>
 
 def _span(index: int, piece: Piece) -> str:
     ids = " ".join(str(i) for i in piece.ids)
-    tip = f"id {ids}  {piece.raw!r}"
-    text = html.escape(piece.text).replace("\n", '<span class="nl">↵</span>\n')
+    tip = f"id {ids}  {show_token(piece.raw)}"
+    text = html.escape(_cut(piece.text)).replace("\n", '<span class="nl">↵</span>\n')
     return f'<span class="t c{index % len(PALETTE)}" id="t{index}" data-tip="{html.escape(tip)}">{text}</span>'
 
 
-def save_html(pieces_: list[Piece], path: Path, *, title: str, overwrite: bool) -> Path:
-    return write_text_atomically(path, html_page(pieces_, title=title), overwrite=overwrite)
+def save_html(pieces_: list[Piece], path: Path, *, title: str, overwrite: bool, inputs: tuple = ()) -> Path:
+    return write_text_atomically(path, html_page(pieces_, title=title), overwrite=overwrite, inputs=inputs)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 from bpeforge import _core, io
+from bpeforge.patterns import normalize_pattern
 from bpeforge.streaming import stable_chunks
 from bpeforge.train import check_positive
 
@@ -40,11 +42,15 @@ class Tokenizer:
         *,
         pattern: str = "gpt2",
     ) -> None:
+        if not isinstance(vocab, dict):
+            raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
         self._vocab = dict(vocab)
         _check_ids(self._vocab)
         self._merges = [(bytes(left), bytes(right)) for left, right in merges]
         self._special_tokens = _unique_specials(special_tokens)
+        _refuse_specials_that_are_tokens(self._vocab, self._merges, self._special_tokens)
         _append_missing_specials(self._vocab, self._special_tokens)
+        pattern = normalize_pattern(pattern)
         self._core = _core.Encoder(list(self._vocab.items()), self._merges, self._special_tokens, pattern)
 
     @classmethod
@@ -92,6 +98,17 @@ class Tokenizer:
 
         return load_tiktoken(path, pattern, special_tokens)
 
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the directory `Tokenizer.load` reads back: `vocab.json`, `merges.txt`, `bpeforge.json`."""
+        return io.write_tokenizer_directory(
+            self._vocab,
+            self._merges,
+            directory,
+            special_tokens=self._special_tokens,
+            pattern=self.pattern,
+            overwrite=overwrite,
+        )
+
     def save_hf(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """Write an HF `tokenizer.json` that `tokenizers` and `transformers` load with the same ids."""
         from bpeforge.formats import save_hf
@@ -110,6 +127,8 @@ class Tokenizer:
 
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("encode_batch takes a list of texts, not one string; use encode(text), or [text]")
         if num_threads is not None:
             check_positive("num_threads", num_threads)
         return self._core.encode_batch([_check_str(t) for t in texts], num_threads)
@@ -121,6 +140,8 @@ class Tokenizer:
         last point that more text cannot change (never inside a pre-token or a
         special token); the rest waits for the next round.
         """
+        if isinstance(iterable, (str, bytes)):
+            raise TypeError("encode_iterable takes an iterable of str pieces (a file, a generator), not one string")
         for chunk in stable_chunks(self._core, iterable, STREAM_CHUNK_CHARS):
             yield from self._core.encode(chunk)
 
@@ -205,6 +226,84 @@ def _unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
         if token not in specials:
             specials.append(token)
     return specials
+
+
+def _refuse_specials_that_are_tokens(vocab: dict[int, bytes], merges: list, special_tokens: list[str]) -> None:
+    """A special token must not be a byte or a merged token: its id would be
+    one that encoding produces for ordinary text too (or never produces)."""
+    merged = {left + right for left, right in merges}
+    for token in special_tokens:
+        encoded = token.encode("utf-8")
+        if len(encoded) == 1 or encoded in merged:
+            ids = [i for i, t in vocab.items() if t == encoded]
+            what = "the byte token" if len(encoded) == 1 else "the merged token"
+            named = f"{what} {ids[0]}" if ids else what
+            raise ValueError(
+                f"special token {token!r} is already {named} ({encoded!r}); a special token must be a string "
+                f"that is not an ordinary token, such as '<|endoftext|>'"
+            )
+
+
+def save(
+    vocab: dict[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    directory: str | os.PathLike[str],
+    *,
+    special_tokens: Iterable[str] | None = None,
+    overwrite: bool = False,
+    pattern: str | None = None,
+) -> Path:
+    """Write `vocab.json`, `merges.txt` and `bpeforge.json` into `directory`, atomically.
+
+    What `load` would refuse is refused here, before anything is written.
+    `special_tokens` and `pattern` default to what the vocab was trained with
+    (a vocab from `train_bpe`/`train` remembers them); for a plain dict, the
+    special tokens default to its tokens that are neither bytes nor merges,
+    and the pattern to "gpt2". An existing directory is replaced only with
+    `overwrite=True`, and only while it holds nothing but bpeforge's files.
+    """
+    if isinstance(vocab, tuple) and len(vocab) == 2:
+        raise TypeError("save takes vocab and merges as two arguments: save(vocab, merges, directory)")
+    if not isinstance(vocab, dict):
+        raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
+    merges = list(merges)
+    io.check_types(vocab, merges)
+    specials = _specials_to_save(vocab, merges, special_tokens)
+    pattern = _pattern_to_save(vocab, pattern)
+    tokenizer = Tokenizer(vocab, merges, specials, pattern=pattern)  # what load will build: checks it all
+    return io.write_tokenizer_directory(
+        vocab, tokenizer._merges, directory, special_tokens=specials, pattern=tokenizer.pattern, overwrite=overwrite
+    )
+
+
+def _specials_to_save(vocab: dict, merges: list, special_tokens: Iterable[str] | None) -> list[str]:
+    if special_tokens is not None:
+        return _unique_specials(special_tokens)
+    recorded = getattr(vocab, "special_tokens", None)
+    if recorded is not None:
+        return list(recorded)
+    produced = {bytes([b]) for b in range(256)} | {bytes(left) + bytes(right) for left, right in merges}
+    extra = [token for _, token in sorted(vocab.items()) if token not in produced]
+    try:
+        return [token.decode("utf-8") for token in extra]
+    except (UnicodeDecodeError, AttributeError):
+        raise ValueError(
+            f"vocab has {len(extra)} tokens that are neither bytes nor merges, and not all are UTF-8 text, so "
+            f"they cannot be special tokens: pass special_tokens=[...] (or [] for none) to say which are"
+        ) from None
+
+
+def _pattern_to_save(vocab: dict, pattern: str | None) -> str:
+    recorded = getattr(vocab, "pattern", None)
+    if pattern is None:
+        return recorded or "gpt2"
+    pattern = normalize_pattern(pattern)
+    if recorded is not None and pattern != recorded:
+        raise ValueError(
+            f"the vocab was trained with pattern {recorded!r}, not {pattern!r}: saving it with another pattern "
+            f"would encode differently from how it was trained; leave pattern out"
+        )
+    return pattern
 
 
 def _append_missing_specials(vocab: dict[int, bytes], special_tokens: list[str]) -> None:

@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import io
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Union
 
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
+from bpeforge.patterns import normalize_pattern
 from bpeforge.progress import progress_bars
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# Token ids are 32-bit: a larger vocab_size could never be reached.
+MAX_VOCAB_SIZE = 2**32
+
+
+class TrainingNote(UserWarning):
+    """Something a training run did that the caller did not ask for: fewer
+    tokens than `vocab_size` (the corpus ran out of pairs), or text that a
+    custom pattern did not match. The CLI prints these in its summary."""
+
+
+class TrainedVocab(dict):
+    """The `vocab` dict of a training result, which remembers the pattern and
+    special tokens it was trained with, so that `bpeforge.save(vocab, merges,
+    DIR)` records them (a plain dict works too; then pass them to `save`)."""
+
+    pattern: str = "gpt2"
+    special_tokens: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -23,6 +45,9 @@ class TrainStats:
     pretokenize_seconds: float
     merge_seconds: float
     threads: int
+    # Bytes that no match of a custom pattern covered; each run of them was a
+    # pre-token of its own. Always 0 for the presets.
+    unmatched_bytes: int = 0
     skipped_records: list[str] = field(default_factory=list)  # with skip_bad_records: "file:line: why"
     # Seconds spent counting text files: "read" (overlaps the rest), "batches", "fold", and with
     # profile=True "pretokenize_cpu"/"count_cpu" (all threads). Empty for other inputs.
@@ -39,11 +64,34 @@ class TrainResult:
     stats: TrainStats
     pattern: str = "gpt2"
 
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the vocabulary, merges, special tokens and pattern, as `bpeforge.save` does."""
+        from bpeforge.tokenizer import save
+
+        return save(
+            self.vocab,
+            self.merges,
+            directory,
+            special_tokens=self.special_tokens,
+            pattern=self.pattern,
+            overwrite=overwrite,
+        )
+
+    def __iter__(self):
+        """`vocab, merges = result`, as with `train_bpe`."""
+        return iter((self.vocab, self.merges))
+
+    def __repr__(self) -> str:
+        return (
+            f"TrainResult(vocab_size={len(self.vocab)}, merges={len(self.merges)}, "
+            f"special_tokens={self.special_tokens!r}, pattern={self.pattern!r})"
+        )
+
 
 def train_bpe(
     input_path: PathLike | Sequence[PathLike],
     vocab_size: int,
-    special_tokens: Iterable[str] = (),
+    special_tokens: Iterable[str] | None = None,
     *,
     num_threads: int | None = None,
     progress: bool = False,
@@ -62,6 +110,10 @@ def train_bpe(
     best pair occurs fewer times) and `max_token_length` (bytes) are off by
     default, which is the exact CS336 semantics. `pattern` is the
     pre-tokenizer: "gpt2" (CS336's), "cl100k", "o200k" or a regex.
+    `special_tokens=None` means none. The returned vocab remembers the pattern
+    and special tokens, so `bpeforge.save(vocab, merges, DIR)` records them.
+    A `vocab_size` the corpus cannot reach trains all it can and warns
+    (`TrainingNote`); a corpus with no text at all is a ValueError.
     """
     result = train(
         input_path,
@@ -80,7 +132,7 @@ def train_bpe(
 def train(
     input_path: PathLike | Sequence[PathLike],
     vocab_size: int,
-    special_tokens: Iterable[str] = (),
+    special_tokens: Iterable[str] | None = None,
     *,
     num_threads: int | None = None,
     progress: bool = False,
@@ -104,6 +156,7 @@ def train(
     """
     files = expand(normalize_paths(input_path), glob)
     specials = normalize_specials(special_tokens)
+    pattern = normalize_pattern(pattern)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
     if num_threads is not None:
@@ -129,14 +182,14 @@ def train(
         else:
             counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
             core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    result = result_from_core(core, specials, pattern)
+    result = result_from_core(core, specials, pattern, vocab_size)
     return replace(result, stats=replace(result.stats, skipped_records=records.skipped))
 
 
 def train_from_iterator(
     iterator: Iterable[str],
     vocab_size: int,
-    special_tokens: Iterable[str] = (),
+    special_tokens: Iterable[str] | None = None,
     *,
     num_threads: int | None = None,
     progress: bool = False,
@@ -149,21 +202,53 @@ def train_from_iterator(
     Strings are counted in batches, in parallel, with the GIL released, so the
     iterator can be a generator over a data loader of any size.
     """
+    if isinstance(iterator, (str, bytes)):
+        raise TypeError("train_from_iterator takes an iterable of documents (str), not one string; wrap it: [text]")
     specials = normalize_specials(special_tokens)
+    pattern = normalize_pattern(pattern)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
     counts = _core.Counts(specials, pattern)
     add_documents(counts, iterator, num_threads)
     with progress_bars(progress) as bars:
         core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    return result_from_core(core, specials, pattern)
+    return result_from_core(core, specials, pattern, vocab_size)
 
 
 def result_from_core(
-    core: tuple[list[bytes], list[tuple[bytes, bytes]], dict], specials: list[str], pattern: str
+    core: tuple[list[bytes], list[tuple[bytes, bytes]], dict], specials: list[str], pattern: str, vocab_size: int
 ) -> TrainResult:
+    """The Python result of a core training run, with what the caller should
+    hear about it: an error for a corpus with no text, notes for the rest."""
     vocab_list, merges, stats = core
-    return TrainResult(dict(enumerate(vocab_list)), merges, specials, TrainStats(**stats), pattern)
+    stats = TrainStats(**stats)
+    if stats.unique_pretokens == 0:
+        raise ValueError(
+            "the corpus has no text to train on (the inputs are empty, or hold only special tokens or skipped "
+            "records); give files with text"
+        )
+    vocab = TrainedVocab(enumerate(vocab_list))
+    vocab.pattern, vocab.special_tokens = pattern, tuple(specials)
+    result = TrainResult(vocab, merges, specials, stats, pattern)
+    for note in training_notes(result, vocab_size):
+        warnings.warn(note, TrainingNote, stacklevel=3)
+    return result
+
+
+def training_notes(result: TrainResult, vocab_size: int) -> list[str]:
+    """What a run did beyond what was asked, one sentence each (also the CLI summary's notes)."""
+    notes = []
+    if len(result.vocab) < vocab_size:
+        notes.append(
+            f"the corpus ran out of pairs at {len(result.vocab):,} tokens, short of the {vocab_size:,} asked for "
+            f"(every pre-token is one token already, or a limit stopped it)"
+        )
+    if result.stats.unmatched_bytes:
+        notes.append(
+            f"{result.stats.unmatched_bytes:,} bytes of the corpus matched no part of the pattern "
+            f"{result.pattern!r}; each run of them was counted as a pre-token of its own"
+        )
+    return notes
 
 
 def normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:
@@ -171,19 +256,38 @@ def normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:
         return [os.fspath(input_path)]
     if isinstance(input_path, bytes):
         raise TypeError("input_path must be a str or os.PathLike path (or a list of them), not bytes")
-    paths = [os.fspath(p) for p in input_path]
+    if isinstance(input_path, io.IOBase) or hasattr(input_path, "read"):
+        raise TypeError("input_path must be a path (or a list of paths), not an open file; pass its name: f.name")
+    if not isinstance(input_path, Iterable):
+        raise TypeError(f"input_path must be a path or a list of paths, got {type(input_path).__name__}")
+    paths = []
+    for path in input_path:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"input_path must hold paths (str or os.PathLike), got {type(path).__name__}: {path!r}")
+        paths.append(os.fspath(path))
     if not paths:
         raise ValueError("input_path is an empty list: give at least one file to train on")
     return paths
 
 
-def normalize_specials(special_tokens: Iterable[str]) -> list[str]:
-    if isinstance(special_tokens, str):
-        raise TypeError(f"special_tokens must be a list of strings, not the string {special_tokens!r}")
+def normalize_specials(special_tokens: Iterable[str] | None) -> list[str]:
+    """The special tokens as a list; None means none. A special token must
+    not be a single byte: that byte is already a token of every vocabulary."""
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError(f"special_tokens must be a list of strings, not the string {special_tokens!r}; wrap it: [...]")
     specials = list(special_tokens)
     for token in specials:
         if not isinstance(token, str):
             raise TypeError(f"special tokens must be str, got {type(token).__name__}: {token!r}")
+        if not token:
+            raise ValueError("a special token must not be empty")
+        if len(token.encode("utf-8")) == 1:
+            raise ValueError(
+                f"special token {token!r} is already the byte token {ord(token)} of every vocabulary; "
+                f"a special token must be a string no text of the corpus is cut into, such as '<|endoftext|>'"
+            )
     return specials
 
 
@@ -191,6 +295,11 @@ def check_vocab_size(vocab_size: object, num_specials: int) -> None:
     minimum = 256 + num_specials
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size {vocab_size:,} is too large: token ids are 32-bit, so at most {MAX_VOCAB_SIZE:,}; "
+            f"a vocab_size beyond what the corpus allows trains all it can and says so"
+        )
     if vocab_size < minimum:
         raise ValueError(
             f"vocab_size {vocab_size} is too small: it must be at least {minimum} "

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bpeforge.io import write_text_atomically
+from bpeforge.io import REPORT_FILE
+from bpeforge.outputs import write_text_atomically
 from bpeforge.report import peak_memory_mib
 from bpeforge.train import TrainResult
 
-REPORT_FILE = "train_report.json"
 LABELS = {"pretokenize": "pre-tokenize", "merge": "merge loop"}
 VERSION = 1
 

@@ -73,6 +73,7 @@ impl PyCounts {
         py.detach(|| {
             add_texts(&mut inner.counts, &texts, &specials, &pattern, &pool)?;
             inner.bytes_counted += texts.iter().map(|t| t.len() as u64).sum::<u64>();
+            inner.unmatched_bytes += pattern.unmatched_bytes();
             Ok(())
         })
         .map_err(to_py_err)

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use bpeforge::encode::EncodeState;
 use bpeforge::encode_files::encode_files;
 use bpeforge::train::DEFAULT_CHUNK_SIZE;
 use bpeforge::{Encoder, Pattern, Vocabulary};
@@ -41,7 +42,49 @@ impl PyEncoder {
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
     }
+
+    /// The ids of `text`, encoded without the GIL a stretch of about
+    /// `INTERRUPT_CHECK_BYTES` at a time, with Ctrl-C checked between
+    /// stretches (a single call on 1 GB would otherwise only see it at the
+    /// end). Stretches end where more text cannot change the ids before them
+    /// (`stable_prefix_len`), so the ids equal one call's.
+    fn encode_interruptible(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        let mut ids = Vec::with_capacity(text.len() / 4);
+        let mut state = EncodeState::default();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let stretch = py.detach(|| self.next_stretch(rest));
+            py.detach(|| self.inner.encode_with(stretch, &mut state, &mut ids)).map_err(to_py_err)?;
+            py.check_signals()?;
+            rest = &rest[stretch.len()..];
+        }
+        Ok(ids)
+    }
+
+    /// The longest stable prefix of the first `INTERRUPT_CHECK_BYTES` of
+    /// `text`, looking twice as far each time none is found (so the scan
+    /// stays linear), or all of `text`.
+    fn next_stretch<'t>(&self, text: &'t str) -> &'t str {
+        let mut window = INTERRUPT_CHECK_BYTES;
+        while window < text.len() {
+            let end = (0..=window).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let cut = self.inner.stable_prefix_len(&text[..end]);
+            if cut > 0 {
+                return &text[..cut];
+            }
+            window = window.saturating_mul(2);
+        }
+        text
+    }
 }
+
+/// How much text `encode` handles between two checks for Ctrl-C: a few
+/// milliseconds of work, so that a check costs nothing measurable.
+const INTERRUPT_CHECK_BYTES: usize = 1 << 20;
+
+/// How many bytes of texts `encode_batch` hands to the workers between two
+/// checks for Ctrl-C (each group is encoded in parallel).
+const BATCH_CHECK_BYTES: usize = 4 << 20;
 
 #[pymethods]
 impl PyEncoder {
@@ -65,7 +108,7 @@ impl PyEncoder {
     }
 
     fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = py.detach(|| self.inner.encode(text)).map_err(to_py_err)?;
+        let ids = self.encode_interruptible(py, text)?;
         self.id_list(py, &ids)
     }
 
@@ -83,9 +126,15 @@ impl PyEncoder {
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let encoder = &self.inner;
-        let run = || encoder.encode_batch(&texts, |ids| ids);
-        let batches = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
-        let lists = batches.iter().map(|ids| self.id_list(py, ids)).collect::<PyResult<Vec<_>>>()?;
+        let mut lists = Vec::with_capacity(texts.len());
+        for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {
+            let run = || encoder.encode_batch(group, |ids| ids);
+            let batches = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
+            for ids in &batches {
+                lists.push(self.id_list(py, ids)?);
+            }
+            py.check_signals()?;
+        }
         PyList::new(py, lists)
     }
 
@@ -201,6 +250,24 @@ fn thread_pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
         .num_threads(num_threads.unwrap_or(0))
         .build()
         .map_err(|e| PyValueError::new_err(format!("cannot start worker threads: {e}")))
+}
+
+/// `texts` in consecutive groups of about `bytes` each (at least one text a group).
+fn groups_by_bytes(texts: &[String], bytes: usize) -> impl Iterator<Item = &[String]> {
+    let mut rest = texts;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (mut end, mut size) = (0, 0);
+        while end < rest.len() && (end == 0 || size < bytes) {
+            size += rest[end].len();
+            end += 1;
+        }
+        let (group, tail) = rest.split_at(end);
+        rest = tail;
+        Some(group)
+    })
 }
 
 fn pack_ids(ids: &[u32], width: usize) -> Vec<u8> {

@@ -67,6 +67,7 @@ pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> 
     stats.set_item("pretokenize_seconds", result.stats.pretokenize_time.as_secs_f64())?;
     stats.set_item("merge_seconds", result.stats.merge_time.as_secs_f64())?;
     stats.set_item("threads", result.stats.threads)?;
+    stats.set_item("unmatched_bytes", result.stats.unmatched_bytes)?;
     let profile = &result.stats.count_profile;
     let seconds = PyDict::new(py);
     seconds.set_item("read", profile.read.as_secs_f64())?;

@@ -4,9 +4,11 @@
 //! GPT-2 runs on the hand-written scanner (`pretokenize.rs`), the fast path.
 //! The others run on `fancy-regex`, the engine tiktoken uses for exactly these
 //! patterns (look-around, possessive quantifiers), matching as the Python
-//! `regex` package does: each match, left to right, is a pre-token, and text
-//! between matches is dropped. Unlike `findall`, a match is kept whole even if
-//! the pattern has capture groups, and empty matches are dropped.
+//! `regex` package does: each match, left to right, is a pre-token. Unlike
+//! `findall`, a match is kept whole even if the pattern has capture groups,
+//! and empty matches are dropped. Text that no match covers (a custom regex
+//! such as `\w+` leaves the spaces) is a pre-token of its own, so encoding is
+//! lossless for every pattern; `unmatched_bytes` counts it, for the report.
 //!
 //! Unicode: fancy-regex's classes are Unicode 16.0, the `regex` package's
 //! 17.0; they differ only on the ~4,700 code points 17.0 newly assigned
@@ -23,6 +25,9 @@
 //!   keep the newlines (and o200k's slashes) that follow, as in "!\n"
 //!   (`[^\s\p{L}\p{N}]++[\r\n]*+`), so a cut before CR or LF is not safe.
 //! - a custom regex: nowhere but special tokens and file ends.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::error::Error;
 use crate::pretokenize::Gpt2Splitter;
@@ -51,6 +56,8 @@ pub enum Pattern {
     Regex {
         spec: String,
         regex: Box<fancy_regex::Regex>,
+        /// Bytes of text no match covered, over every call (shared by clones).
+        unmatched: Arc<AtomicU64>,
     },
 }
 
@@ -69,7 +76,7 @@ impl Pattern {
                 compile_error_detail(&e)
             ))
         })?;
-        Ok(Pattern::Regex { spec: spec.to_string(), regex: Box::new(regex) })
+        Ok(Pattern::Regex { spec: spec.to_string(), regex: Box::new(regex), unmatched: Arc::default() })
     }
 
     /// What `new` was given: a preset name or the custom regex.
@@ -98,18 +105,41 @@ impl Pattern {
         }
     }
 
-    /// Call `visit` with each pre-token of one document, in order.
+    /// Bytes that no match of a custom regex covered so far (each became a
+    /// pre-token of its own); always 0 for the presets, which cover every char.
+    pub fn unmatched_bytes(&self) -> u64 {
+        match self {
+            Pattern::Regex { unmatched, .. } => unmatched.load(Ordering::Relaxed),
+            _ => 0,
+        }
+    }
+
+    /// Call `visit` with each pre-token of one document, in order; together
+    /// they are the whole document.
     #[inline]
     pub fn for_each_piece<'t>(&self, text: &'t str, mut visit: impl FnMut(&'t str)) -> Result<(), Error> {
         match self {
             Pattern::Gpt2 => Gpt2Splitter::new(text).for_each(visit),
-            Pattern::Regex { spec, regex } => {
+            Pattern::Regex { spec, regex, unmatched } => {
+                let (mut covered, mut gaps) = (0, 0);
                 for found in regex.find_iter(text) {
                     let found = found
                         .map_err(|e| Error::InvalidArgument(format!("pattern {spec:?} failed on the input: {e}")))?;
+                    if found.start() > covered {
+                        visit(&text[covered..found.start()]);
+                        gaps += found.start() - covered;
+                    }
                     if !found.as_str().is_empty() {
                         visit(found.as_str());
                     }
+                    covered = covered.max(found.end());
+                }
+                if covered < text.len() {
+                    visit(&text[covered..]);
+                    gaps += text.len() - covered;
+                }
+                if gaps > 0 {
+                    unmatched.fetch_add(gaps as u64, Ordering::Relaxed);
                 }
             }
         }
@@ -151,7 +181,17 @@ mod tests {
         );
         assert_eq!(pieces("o200k", "HelloWorld's 1234"), ["Hello", "World's", " ", "123", "4"]);
         assert_eq!(pieces("gpt2", "a\n\n\nb"), ["a", "\n\n", "\n", "b"]);
-        assert_eq!(pieces(r"\w+", "ab, cd"), ["ab", "cd"]); // text between matches is dropped
+    }
+
+    #[test]
+    fn text_no_match_covers_is_a_piece_of_its_own_and_counted() {
+        let pattern = Pattern::new(r"\w+").unwrap();
+        let mut out = Vec::new();
+        pattern.for_each_piece(", ab, cd!", |p| out.push(p)).unwrap();
+        assert_eq!(out, [", ", "ab", ", ", "cd", "!"]);
+        assert_eq!(pattern.unmatched_bytes(), 5);
+        assert_eq!(pieces("x*", "ab"), ["a", "b"]); // only empty matches: each char between them
+        assert_eq!(Pattern::Gpt2.unmatched_bytes(), 0);
     }
 
     #[test]

@@ -28,8 +28,9 @@ import numpy as np
 import ray
 
 from bpeforge.encode_files import choose_dtype
-from bpeforge.io import read_json, write_text_atomically
+from bpeforge.io import read_json
 from bpeforge.npy import NpyWriter
+from bpeforge.outputs import check_apart_from_inputs, check_output, write_text_atomically
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all
@@ -38,6 +39,7 @@ from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import normalize_paths
 
 FORMAT = "bpeforge-token-shards"
+OWNED_FILES = ("job.json", "index.json", "shards")
 VERSION = 1
 SHARD_FILES = (("tokens", ".npy"), ("documents", ".docs.npy"))  # index key, file suffix
 
@@ -66,8 +68,10 @@ def encode(
     """Encode `inputs` (text files, directories, or a Dataset with a
     `text_column`) into token shards under `out_dir`, resuming an earlier run."""
     dtype = choose_dtype(tokenizer, dtype)
-    cluster.connect(address)
     out = Path(out_dir)
+    if not is_dataset(inputs):
+        check_apart_from_inputs(out, normalize_paths(inputs))
+    cluster.connect(address)
     if is_dataset(inputs):
         shards, blocks = row_blocks(inputs, text_column)
     else:
@@ -130,6 +134,8 @@ def _start_job(out: Path, job: dict, overwrite: bool) -> None:
             )
         return
     if overwrite and out.exists():
+        # Starting over empties only a directory of this job's own files.
+        check_output(out, overwrite=True, directory=True, owned=OWNED_FILES)
         shutil.rmtree(out / "shards", ignore_errors=True)
         (out / "index.json").unlink(missing_ok=True)
     (out / "shards").mkdir(parents=True, exist_ok=True)

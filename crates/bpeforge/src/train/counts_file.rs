@@ -26,6 +26,10 @@ pub struct CountsFile {
     pub pattern: String,
     pub special_tokens: Vec<String>,
     pub bytes_counted: u64,
+    /// Of `bytes_counted`, those no match of a custom pattern covered (see
+    /// `Pattern::unmatched_bytes`). Kept in memory for the report only: not in
+    /// the file format, so 0 after reading a file.
+    pub unmatched_bytes: u64,
     pub counts: PretokenCounts,
 }
 
@@ -95,7 +99,7 @@ impl CountsFile {
         if &end != END {
             return Err(bad("corrupt: no end marker after the last entry".into()));
         }
-        Ok(Self { pattern, special_tokens, bytes_counted, counts })
+        Ok(Self { pattern, special_tokens, bytes_counted, unmatched_bytes: 0, counts })
     }
 
     /// Add `other`'s counts; both must be counted the same way.
@@ -109,6 +113,7 @@ impl CountsFile {
         }
         let overflow = || Error::InvalidArgument(format!("{what}: adding its counts overflows 64 bits"));
         self.bytes_counted = self.bytes_counted.checked_add(other.bytes_counted).ok_or_else(overflow)?;
+        self.unmatched_bytes = self.unmatched_bytes.saturating_add(other.unmatched_bytes);
         let mut overflowed = false;
         other.counts.for_each(|bytes, n| overflowed |= self.counts.add_checked(bytes, n).is_none());
         if overflowed {
@@ -164,7 +169,7 @@ mod tests {
         counts.insert(b" the", 5_000_000_000); // beyond u32
         counts.insert(b"\xff\x00", 1);
         counts.insert(b"a long pre-token of more than fifteen bytes", 2);
-        CountsFile { pattern: "gpt2".into(), special_tokens: vec!["<|e|>".into()], bytes_counted: 99, counts }
+        CountsFile { pattern: "gpt2".into(), special_tokens: vec!["<|e|>".into()], bytes_counted: 99, unmatched_bytes: 0, counts }
     }
 
     fn entries(file: &CountsFile) -> Vec<(Vec<u8>, u64)> {

@@ -46,7 +46,9 @@ pub fn learn_merges(
     observer: &dyn Observer,
 ) -> Result<Vec<Merge>, Error> {
     let mut state = MergeState::new(counts, limits.max_token_length);
-    let mut merges = Vec::with_capacity(max_merges);
+    // `max_merges` comes from the user's vocab_size: never size memory by it
+    // (a vocab_size of 2**32 would ask for 32 GB up front).
+    let mut merges = Vec::with_capacity(max_merges.min(1 << 16));
     while merges.len() < max_merges {
         let Some((pair, count)) = state.pop_best() else { break };
         if count < limits.min_frequency {

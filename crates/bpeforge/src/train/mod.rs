@@ -90,6 +90,9 @@ pub struct TrainStats {
     pub merge_time: Duration,
     pub threads: usize,
     pub count_profile: CountProfile,
+    /// Bytes no match of a custom pattern covered: each run of them was
+    /// counted as a pre-token of its own (0 for the presets).
+    pub unmatched_bytes: u64,
 }
 
 /// Train on `paths`, one corpus in which each file ends a document.
@@ -145,6 +148,7 @@ pub fn count(
         pattern: pattern.spec().to_string(),
         special_tokens: settings.special_tokens.to_vec(),
         bytes_counted,
+        unmatched_bytes: pattern.unmatched_bytes(),
         counts,
     };
     Ok((counted, pool.current_num_threads(), profile))
@@ -168,6 +172,7 @@ pub fn train_from_counts(
     let mut stats = TrainStats {
         bytes_read: counted.bytes_counted,
         unique_pretokens: counted.counts.len(),
+        unmatched_bytes: counted.unmatched_bytes,
         ..TrainStats::default()
     };
     let started = Instant::now();
