@@ -535,10 +535,9 @@ def test_convert_refuses_to_overwrite_without_force(trained, tmp_path, capsys):
     src = bpeforge.save(trained.vocab, trained.merges, tmp_path / "src", special_tokens=TRAINED_SPECIALS)
     dest = tmp_path / "tokenizer.json"
     dest.write_text("keep me")
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(FileExistsError, match="already exists; pass --force"):
         convert(str(src), "--to", "hf", "-o", str(dest))
-    assert exit_info.value.code == 2
-    assert "already exists; pass --force" in capsys.readouterr().err and dest.read_text() == "keep me"
+    assert dest.read_text() == "keep me"
     assert convert(str(src), "--to", "hf", "-o", str(dest), "--force") == 0
     assert same_tokenizer(formats.load_hf(dest), trained)
 

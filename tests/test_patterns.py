@@ -55,7 +55,15 @@ import bpeforge
 import pytest
 import regex
 from bpeforge import Tokenizer
-from corpora import EMOJI, SCRIPT_SAMPLES, split_across_files, training_corpora, vocab_sizes, write_files
+from corpora import (
+    EMOJI,
+    SCRIPT_SAMPLES,
+    split_across_files,
+    training_corpora,
+    vocab_sizes,
+    with_text,
+    write_files,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_trainer import (
@@ -84,9 +92,34 @@ def test_patterns_lists_the_presets():
     assert PATTERNS["gpt2"] == GPT2_PATTERN  # the oracle's pattern
 
 
+def regex_pieces(pattern: str, text: str) -> list[str]:
+    """What bpeforge's pre-tokenizer must give: `regex`'s matches (whole, non-empty), with the text
+    between them as pieces of their own, so that nothing is lost (the presets leave no such text)."""
+    pieces, covered = [], 0
+    for found in regex.finditer(pattern, text):
+        if found.start() > covered:
+            pieces.append(text[covered : found.start()])
+        if found.group(0):
+            pieces.append(found.group(0))
+        covered = max(covered, found.end())
+    if covered < len(text):
+        pieces.append(text[covered:])
+    return pieces
+
+
+def rust_matches(chars: str, pattern: str, marker: str = "\uffff") -> set[str]:
+    """The chars of `chars` that the Rust engine matches with a one-char `pattern`.
+
+    Text no match covers comes back as pieces too, so each char is followed by
+    `marker`, which the pattern must never match: a piece without it is a match.
+    """
+    pieces = bpeforge.pretokenize(marker.join(chars) + marker, pattern)
+    return {piece for piece in pieces if marker not in piece}
+
+
 def assert_same_split(text: str, pattern: str) -> None:
-    """bpeforge.pretokenize equals regex.findall; on a mismatch, show the first differing piece."""
-    expected = regex.findall(PATTERNS.get(pattern, pattern), text)
+    """bpeforge.pretokenize equals regex's pieces; on a mismatch, show the first differing piece."""
+    expected = regex_pieces(PATTERNS.get(pattern, pattern), text)
     actual = bpeforge.pretokenize(text, pattern)
     if actual == expected:
         return
@@ -129,7 +162,7 @@ def class_disagreements() -> dict[int, frozenset[str]]:
     text = all_code_points()
     found: dict[int, set[str]] = {}
     for cls in CLASSES:
-        rust = set(bpeforge.pretokenize(text, cls))
+        rust = rust_matches(text, cls)
         python = set(regex.findall(cls, text))
         for ch in rust ^ python:
             found.setdefault(ord(ch), set()).add(cls)
@@ -147,7 +180,7 @@ def without_disagreements(text: str) -> str:
 
 def test_unicode_tables_differ_only_where_the_unicode_versions_do():
     text = all_code_points()
-    rust_unassigned = {ord(c) for c in bpeforge.pretokenize(text, r"\p{Cn}")}
+    rust_unassigned = {ord(c) for c in rust_matches(text, r"\p{Cn}", marker="a")}
     regex_unassigned = {ord(c) for c in regex.findall(r"\p{Cn}", text)}
     assert not regex_unassigned - rust_unassigned, "Rust knows characters that regex does not: Rust's Unicode is newer"
     newly_assigned = rust_unassigned - regex_unassigned  # 4,803 with Unicode 16.0 against 17.0
@@ -175,7 +208,7 @@ def code_points_to_split() -> list[str]:
     """Every code point on which the tables agree, except that of those unassigned
     for both (no class, no case) one in 64 stands for the rest."""
     text = all_code_points()
-    unassigned = set(regex.findall(r"\p{Cn}", text)) & set(bpeforge.pretokenize(text, r"\p{Cn}"))
+    unassigned = set(regex.findall(r"\p{Cn}", text)) & rust_matches(text, r"\p{Cn}", marker="a")
     return [ch for i, ch in enumerate(text) if agreed(ch) and (ch not in unassigned or i % 64 == 0)]
 
 
@@ -297,9 +330,10 @@ def test_presets_equal_regex_on_multilingual_corpus(preset, part):
 # --------------------------------------------------------------------------
 
 
-def test_custom_regex_drops_text_between_matches():
-    assert bpeforge.pretokenize("ab, cd", r"\w+") == ["ab", "cd"]
-    assert regex.findall(r"\w+", "ab, cd") == ["ab", "cd"]
+def test_custom_regex_keeps_text_between_matches_as_pieces():
+    # Lossless for every pattern (issue 11): what no match covers is a piece of its own.
+    assert bpeforge.pretokenize("ab, cd!", r"\w+") == ["ab", ", ", "cd", "!"]
+    assert regex_pieces(r"\w+", "ab, cd!") == ["ab", ", ", "cd", "!"]
 
 
 CUSTOM_PATTERNS = [
@@ -368,7 +402,7 @@ def reference_train_with_pattern(
     words: Counter[tuple[bytes, ...]] = Counter()
     for path in paths:  # each file ends a document
         for document in split_on_specials(read_corpus_file(path), special_tokens):
-            for piece in compiled.findall(document):
+            for piece in regex_pieces(compiled, document):
                 words[tuple(bytes([b]) for b in piece.encode("utf-8"))] += 1
     merges = train_on_word_counts(words, vocab_size - 256 - len(special_tokens))
     return build_vocab(merges, special_tokens), merges
@@ -451,7 +485,7 @@ def test_training_with_a_pattern_equals_the_oracle(tmp_path, pattern, seed, file
 def generated_corpus(draw) -> tuple[list[str], list[str]]:
     """A corpus of tests/corpora.py (scrubbed of the characters Rust and regex disagree on), in 1-3 files."""
     text, specials = draw(training_corpora(), label="corpus")
-    text = without_disagreements(text)
+    text = with_text(without_disagreements(text), specials)
     return draw(split_across_files(text), label="files"), specials
 
 

@@ -201,11 +201,12 @@ def test_vocab_size_at_the_minimum_gives_no_merges(tmp_path):
 
 
 @pytest.mark.parametrize("text", ["", ENDOFTEXT, ENDOFTEXT * 3, "<pad><|endoftext|><pad>"])
-def test_empty_corpus_or_only_specials_gives_bytes_and_specials(tmp_path, text):
+def test_empty_corpus_or_only_specials_is_an_error(tmp_path, text):
+    # Issue 11: this used to "succeed" with 258 tokens and no merges.
     specials = [ENDOFTEXT, "<pad>"]
-    vocab, merges = train(text, tmp_path, vocab_size=1000, specials=specials)
-    assert merges == []
-    assert vocab == {**{i: bytes([i]) for i in range(256)}, 256: b"<|endoftext|>", 257: b"<pad>"}
+    path = write_corpus(tmp_path, text)
+    with pytest.raises(ValueError, match="no text to train on"):
+        bpeforge.train_bpe(path, 1000, specials)
 
 
 def test_specials_split_documents_and_never_merge(tmp_path):

@@ -7,6 +7,7 @@ bpeforge train --demo            # trains on the Python standard library's own s
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 import traceback
@@ -53,7 +54,7 @@ def describe_error(err: BaseException) -> str:
     errno prefixes (`[Errno 2] ...`) or exception class names."""
     if isinstance(err, OSError) and err.strerror:
         where = err.filename if err.filename is not None else ""
-        reason = err.strerror[0].lower() + err.strerror[1:] if where else err.strerror
+        reason = re.sub(r" \(os error \d+\)$", "", err.strerror)  # Rust's errno suffix
         return f"{where}: {reason}" if where and str(where) not in reason else reason
     message = str(err) or type(err).__name__
     if isinstance(err, (OSError, ValueError, TypeError, ImportError, FileExistsError)):

@@ -58,7 +58,7 @@ def check_output(
     if not (path.exists() or path.is_symlink()):
         return path
     if not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --force) to replace it")
+        raise FileExistsError(f"{path} already exists; pass --force (in Python: overwrite=True) to replace it")
     if directory:
         _refuse_a_foreign_directory(path, owned)
     elif path.is_dir():

@@ -229,18 +229,19 @@ def _unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
 
 
 def _refuse_specials_that_are_tokens(vocab: dict[int, bytes], merges: list, special_tokens: list[str]) -> None:
-    """A special token must not be a byte or a merged token: its id would be
-    one that encoding produces for ordinary text too (or never produces)."""
+    """A special token spelled like a byte or a merged token may stand for
+    that token (it then has its id), but must not also have an id of its
+    own: encoding would produce only one of the two (the vocabulary a run
+    with `special_tokens=["a"]` used to train)."""
     merged = {left + right for left, right in merges}
     for token in special_tokens:
         encoded = token.encode("utf-8")
-        if len(encoded) == 1 or encoded in merged:
-            ids = [i for i, t in vocab.items() if t == encoded]
+        ids = sorted(i for i, t in vocab.items() if t == encoded)
+        if len(ids) > 1 and (len(encoded) == 1 or encoded in merged):
             what = "the byte token" if len(encoded) == 1 else "the merged token"
-            named = f"{what} {ids[0]}" if ids else what
             raise ValueError(
-                f"special token {token!r} is already {named} ({encoded!r}); a special token must be a string "
-                f"that is not an ordinary token, such as '<|endoftext|>'"
+                f"special token {token!r} is already {what} {ids[0]} ({encoded!r}) and also has id {ids[-1]}; "
+                f"a special token must be a string that is not an ordinary token, such as '<|endoftext|>'"
             )
 
 

@@ -16,6 +16,7 @@ import ray
 
 from bpeforge import _core
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, warn_skipped
+from bpeforge.patterns import normalize_pattern
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import MAX_RETRIES, SHARD_TASK_OPTIONS, wait_all
@@ -29,7 +30,7 @@ FANOUT = 4
 
 def count(
     inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | ray.data.Dataset,
-    special_tokens: Iterable[str] = (),
+    special_tokens: Iterable[str] | None = None,
     *,
     pattern: str = "gpt2",
     address: str | None = cluster.LOCAL,
@@ -43,6 +44,7 @@ def count(
     """The pre-token counts of `inputs` (files, directories, or a Dataset with a
     `text_column`), counted in Ray tasks on the cluster at `address`."""
     specials = normalize_specials(special_tokens)
+    pattern = normalize_pattern(pattern)
     _core.Counts(specials, pattern)  # check the specials and pattern before any task starts
     cluster.connect(address)
     records = RecordOptions(text_field, text_column, skip_bad_records)
