@@ -169,7 +169,13 @@ mod tests {
         counts.insert(b" the", 5_000_000_000); // beyond u32
         counts.insert(b"\xff\x00", 1);
         counts.insert(b"a long pre-token of more than fifteen bytes", 2);
-        CountsFile { pattern: "gpt2".into(), special_tokens: vec!["<|e|>".into()], bytes_counted: 99, unmatched_bytes: 0, counts }
+        CountsFile {
+            pattern: "gpt2".into(),
+            special_tokens: vec!["<|e|>".into()],
+            bytes_counted: 99,
+            unmatched_bytes: 0,
+            counts,
+        }
     }
 
     fn entries(file: &CountsFile) -> Vec<(Vec<u8>, u64)> {
