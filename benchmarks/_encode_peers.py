@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _peers import EXIT_NOT_INSTALLED, GPT2_PATTERN, RESULT_PREFIX, SPECIAL
+from _peers import EXIT_NOT_INSTALLED, RESULT_PREFIX, SPECIAL
 
 EOT_ID = 50256  # GPT-2's id for <|endoftext|>
 DOC_SEP = f"\n{SPECIAL}\n"
@@ -46,54 +46,72 @@ IDS_TYPECODE = "I"  # 4-byte unsigned on every platform this runs on
 
 # --- the peers -------------------------------------------------------------------
 
+# The encodings measured: GPT-2 from the CS336 fixture files, cl100k_base and
+# o200k_base from OpenAI's rank files. Each maps to tiktoken's special tokens.
+SPECIALS_BY_ENCODING = {
+    "gpt2": {SPECIAL: EOT_ID},
+    "cl100k": {SPECIAL: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+               "<|endofprompt|>": 100276},
+    "o200k": {SPECIAL: 199999, "<|endofprompt|>": 200018},
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Peer:
-    """How to build one library's GPT-2 tokenizer and call it.
+    """How to build one library's tokenizer for an encoding and call it.
 
     ``modules`` are imported before the clock starts (an ImportError means the
     peer is not installed); ``load`` is timed and returns the tokenizer that
-    ``encode`` and ``encode_batch`` are given.
+    ``encode`` and ``encode_batch`` are given. ``source`` (see ``bench_encode.py``)
+    holds the encoding's name and its files: ``vocab``/``merges`` and
+    ``tokenizer_json`` for GPT-2, ``ranks`` (a ``.tiktoken`` file) for the others.
+    ``encode`` returns what the library's own fast call returns (a list, a NumPy
+    array); ids are compared after the clock stops.
     """
 
     name: str
     modules: tuple[str, ...]
     dist: str
-    load: Callable[[Path, Path], Any]
-    encode: Callable[[Any, str], list[int]]
-    encode_batch: Callable[[Any, list[str], int], list[list[int]]]
+    encodings: tuple[str, ...]
+    load: Callable[[dict], Any]
+    encode: Callable[[Any, str], Any]
+    encode_batch: Callable[[Any, list[str], int], Any]
 
 
-def _load_bpeforge(vocab: Path, merges: Path) -> Any:
-    """The API the issue specifies: GPT-2's two files and the special token."""
+def _load_bpeforge(source: dict) -> Any:
     import bpeforge
 
-    return bpeforge.Tokenizer.from_files(vocab, merges, [SPECIAL])
+    specials = SPECIALS_BY_ENCODING[source["encoding"]]
+    if source["encoding"] == "gpt2":
+        return bpeforge.Tokenizer.from_files(source["vocab"], source["merges"], list(specials))
+    return bpeforge.Tokenizer.from_tiktoken(source["ranks"], source["encoding"], specials)
 
 
-def _load_tiktoken(vocab: Path, merges: Path) -> Any:
-    """tiktoken takes ranks, not merges: GPT-2's ids are its ranks, so the vocabulary alone defines it."""
+def _load_tiktoken(source: dict) -> Any:
+    """tiktoken's ``Encoding`` from local files, as ``tiktoken_ext/openai_public.py`` builds it."""
     import tiktoken
-    from bpeforge.io import load_vocab
+    from bpeforge import PATTERNS
+    from tiktoken.load import load_tiktoken_bpe
 
-    ranks = {token: token_id for token_id, token in load_vocab(vocab).items() if token_id != EOT_ID}
+    if source["encoding"] == "gpt2":  # GPT-2's ids are its ranks
+        from bpeforge.io import load_vocab
+
+        ranks = {token: token_id for token_id, token in load_vocab(source["vocab"]).items() if token_id != EOT_ID}
+    else:
+        ranks = load_tiktoken_bpe(source["ranks"])
     return tiktoken.Encoding(
-        name="gpt2-local",
-        pat_str=GPT2_PATTERN,
+        name=f"{source['encoding']}-local",
+        pat_str=dict(PATTERNS)[source["encoding"]],
         mergeable_ranks=ranks,
-        special_tokens={SPECIAL: EOT_ID},
+        special_tokens=SPECIALS_BY_ENCODING[source["encoding"]],
     )
 
 
-def _load_hf(vocab: Path, merges: Path) -> Any:
+def _load_hf(source: dict) -> Any:
     """GPT-2 as HF builds it: byte-level BPE, the GPT-2 regex in ByteLevel, no prefix space."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer
 
-    tok = Tokenizer(models.BPE.from_file(str(vocab), str(merges)))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([SPECIAL])
-    return tok
+    return Tokenizer.from_file(source["tokenizer_json"])
 
 
 def _hf_encode_batch(tok: Any, texts: list[str], threads: int) -> list[list[int]]:
@@ -102,9 +120,60 @@ def _hf_encode_batch(tok: Any, texts: list[str], threads: int) -> list[list[int]
     Reading ``.ids`` is timed: the other two return lists of ints, and so must a
     fair HF call.
     """
-    if os.environ.get("RAYON_NUM_THREADS") != str(threads):
-        raise RuntimeError(f"HF needs RAYON_NUM_THREADS={threads} in its environment")
+    _check_rayon_threads(threads)
     return [encoding.ids for encoding in tok.encode_batch(texts)]
+
+
+def _check_rayon_threads(threads: int) -> None:
+    if os.environ.get("RAYON_NUM_THREADS") != str(threads):
+        raise RuntimeError(f"this peer needs RAYON_NUM_THREADS={threads} in its environment")
+
+
+def _load_gigatoken(source: dict) -> Any:
+    import gigatoken
+
+    if source["encoding"] == "gpt2":
+        return gigatoken.Tokenizer(source["tokenizer_json"])
+    return gigatoken.Tokenizer.from_tiktoken(source["ranks"], special_tokens=SPECIALS_BY_ENCODING[source["encoding"]])
+
+
+def _gigatoken_batch(tok: Any, texts: list[str], threads: int) -> Any:
+    _check_rayon_threads(threads)
+    return tok.encode_batch_list(texts)
+
+
+def _load_fastokens(source: dict) -> Any:
+    import fastokens
+    from bpeforge import PATTERNS
+
+    if source["encoding"] == "gpt2":
+        return fastokens.Tokenizer.from_file(source["tokenizer_json"])
+    pattern = dict(PATTERNS)[source["encoding"]]
+    return fastokens.Tokenizer.from_tiktoken(
+        source["ranks"], pattern=pattern, special_tokens=SPECIALS_BY_ENCODING[source["encoding"]]
+    )
+
+
+def _fastokens_batch(tok: Any, texts: list[str], threads: int) -> Any:
+    """Its bulk path: two little-endian buffers, ids (uint32) and offsets (uint64)."""
+    import numpy as np
+
+    _check_rayon_threads(threads)
+    ids, offsets = tok.encode_batch_flat(texts)
+    return np.frombuffer(ids, np.uint32), np.frombuffer(offsets, np.uint64)
+
+
+def _load_quicktok(source: dict) -> Any:
+    """quicktok ships its own copies of OpenAI's ranks (the ids are checked against tiktoken's)."""
+    import quicktok
+
+    return quicktok.get_encoding(f"{source['encoding']}_base")
+
+
+def _quicktok_batch(tok: Any, texts: list[str], threads: int) -> Any:
+    if threads != 1:
+        raise RuntimeError("quicktok has no thread-count option: measured on 1 thread only")
+    return [tok.encode(text, allowed_special="all") for text in texts]
 
 
 PEERS: dict[str, Peer] = {
@@ -114,6 +183,7 @@ PEERS: dict[str, Peer] = {
             "bpeforge",
             ("bpeforge",),
             "bpeforge",
+            ("gpt2", "cl100k", "o200k"),
             _load_bpeforge,
             lambda tok, text: tok.encode(text),
             lambda tok, texts, threads: tok.encode_batch(texts, num_threads=threads),
@@ -122,17 +192,38 @@ PEERS: dict[str, Peer] = {
             "tiktoken",
             ("tiktoken", "bpeforge.io"),
             "tiktoken",
+            ("gpt2", "cl100k", "o200k"),
             _load_tiktoken,
             lambda tok, text: tok.encode(text, allowed_special="all"),
             lambda tok, texts, threads: tok.encode_batch(texts, num_threads=threads, allowed_special="all"),
         ),
+        Peer("hf", ("tokenizers",), "tokenizers", ("gpt2",), _load_hf, lambda t, x: t.encode(x).ids, _hf_encode_batch),
         Peer(
-            "hf",
-            ("tokenizers",),
-            "tokenizers",
-            _load_hf,
+            "gigatoken",
+            ("gigatoken",),
+            "gigatoken",
+            ("gpt2", "cl100k", "o200k"),
+            _load_gigatoken,
+            lambda tok, text: tok.encode(text),
+            _gigatoken_batch,
+        ),
+        Peer(
+            "fastokens",
+            ("fastokens",),
+            "fastokens",
+            ("gpt2", "cl100k", "o200k"),
+            _load_fastokens,
             lambda tok, text: tok.encode(text).ids,
-            _hf_encode_batch,
+            _fastokens_batch,
+        ),
+        Peer(
+            "quicktok",
+            ("quicktok",),
+            "quicktok-v1",
+            ("cl100k", "o200k"),
+            _load_quicktok,
+            lambda tok, text: tok.encode(text, allowed_special="all"),
+            _quicktok_batch,
         ),
     ]
 }
@@ -179,12 +270,15 @@ def _random_digits(n: int) -> str:
     return "".join(random.Random(0).choices("0123456789", k=n))
 
 
-# Each makes a text of n bytes of UTF-8 that the GPT-2 pattern keeps as one pre-token.
+# Each makes a text of about n bytes of UTF-8 that the patterns keep as one or a few long pre-tokens
+# (o200k and cl100k cut digits in threes: many short pieces, still a worst case for the scanner).
 WORST_CASES: dict[str, Callable[[int], str]] = {
     "letter": lambda n: "a" * n,
     "digits": _random_digits,
     "spaces": lambda n: " " * n,
     "emoji": lambda n: "\U0001f642" * (n // 4),
+    "cjk": lambda n: "".join(random.Random(0).choices("的一是不了人我在有他这为之大来以个中上们", k=n // 3)),
+    "one multi-byte char": lambda n: "é" * (n // 2),
 }
 
 
@@ -221,11 +315,24 @@ def attempt(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
 
 
-def write_ids(path: Path, id_lists: list[list[int]]) -> None:
-    """Concatenated ids as raw uint32, for the parent's cross-library check."""
+def id_sequences(result: Any) -> list[Any]:
+    """The id sequences of a batch call, whatever shape the library returns them in."""
+    if isinstance(result, tuple) and len(result) == 2:  # a flat array and offsets
+        flat, offsets = result
+        return [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+    return list(result)
+
+
+def write_ids(path: Path, id_lists: list[Any]) -> None:
+    """Concatenated ids as raw uint32, for the parent's cross-library check (after the clock stops)."""
     ids = array.array(IDS_TYPECODE)
     for part in id_lists:
-        ids.extend(part)
+        if hasattr(part, "tobytes"):  # a NumPy array
+            import numpy as np
+
+            ids.frombytes(np.asarray(part, dtype=np.uint32).tobytes())
+        else:
+            ids.extend(part)
     with open(path, "wb") as f:
         ids.tofile(f)
 
@@ -241,7 +348,8 @@ def measure_encode(peer: Peer, tok: Any, text_path: str, repeat: int, ids_path: 
 def measure_batch(peer: Peer, tok: Any, text_path: str, threads: int, repeat: int, ids_path: Path) -> dict[str, Any]:
     """``encode_batch`` over the text's documents (or pieces) on ``threads`` threads."""
     pieces, split = batch_pieces(read_text(text_path))
-    times, id_lists = timed_runs(lambda: peer.encode_batch(tok, pieces, threads), repeat)
+    times, result = timed_runs(lambda: peer.encode_batch(tok, pieces, threads), repeat)
+    id_lists = id_sequences(result)
     write_ids(ids_path, id_lists)
     return {
         "bytes": sum(len(piece.encode("utf-8")) for piece in pieces),
@@ -289,8 +397,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     except ImportError as exc:
         print(f"{peer.name}: {exc}", file=sys.stderr)
         sys.exit(EXIT_NOT_INSTALLED)
-    vocab, merges = Path(job["vocab"]), Path(job["merges"])
-    load_times, tok = timed_runs(lambda: peer.load(vocab, merges), LOAD_REPEAT)
+    load_times, tok = timed_runs(lambda: peer.load(job["source"]), LOAD_REPEAT)
     ids_dir, threads, repeat = Path(job["ids_dir"]), job["threads"], job["repeat"]
     result: dict[str, Any] = {"version": _version(peer), "load_times": load_times, "encode": {}, "batch": {}}
     for name, path in job["texts"].items():

@@ -1,18 +1,23 @@
-"""Encode the same texts with bpeforge, tiktoken and HF tokenizers (GPT-2 vocabulary) and compare.
+"""Encode the same texts with bpeforge and the field (tiktoken, HF tokenizers, gigatoken, fastokens,
+quicktok) for GPT-2, cl100k_base and o200k_base, and compare.
 
-Reports single-thread ``encode`` throughput, ``encode_batch`` throughput on 1 and
-2 threads, whether the three libraries produced the same ids, worst-case inputs
-(one huge pre-token) at three sizes, and the time to build the tokenizer from
-GPT-2's files.
+Reports, per encoding: single-thread ``encode`` throughput, first call (in a fresh
+process) and best of ``--repeat``; ``encode_batch`` throughput on 1 and 2 threads;
+whether every library produced the same ids; worst-case inputs at three sizes;
+the time to build each tokenizer; and the whole-process file workload (``bpeforge
+encode FILE`` against gigatoken's ``encode_files`` on the same file, 1 and 2 cores,
+with peak RSS).
 
-    python benchmarks/bench_encode.py [--mb 10] [--repeat 3] \\
-        [--corpora gutenberg,multilingual,20news] [--peers bpeforge,tiktoken,hf] [--json PATH]
+    python benchmarks/bench_encode.py [--mb 10] [--repeat 3] [--encodings gpt2,cl100k,o200k] \\
+        [--corpora gutenberg,multilingual,20news] [--peers bpeforge,tiktoken,...] [--file-mb 500] [--json PATH]
 
-Every peer runs in fresh processes (see ``_encode_peers.py``), one per batch
-thread count, so HF gets its thread count from ``RAYON_NUM_THREADS`` like the
-others get theirs from an argument. Texts are the first ``--mb`` MB of each
-corpus, read from /tmp/corpora or else stream-decompressed from the shared
-``.xz`` file. Nothing uses the network.
+Every peer runs in fresh processes (see ``_encode_peers.py``): one per corpus on
+1 thread (so its first ``encode`` is a first call), one per encoding on 2 threads.
+Each is pinned with ``taskset`` to the first core (1 thread) or the first two
+(2 threads), and the rayon-based peers get their thread count from
+``RAYON_NUM_THREADS``. Texts are the first ``--mb`` MB of each corpus, read from
+/tmp/corpora or else stream-decompressed from the shared ``.xz`` file; rank files
+come gunzipped from the shared ``openai/`` directory. Nothing uses the network.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ from __future__ import annotations
 import argparse
 import array
 import datetime as dt
+import gzip
 import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _encode_peers import IDS_TYPECODE, LOAD_REPEAT, PEERS, WORST_CASES, WORST_SIZES
+from _encode_peers import IDS_TYPECODE, LOAD_REPEAT, PEERS, SPECIALS_BY_ENCODING, WORST_CASES, WORST_SIZES
 from _peers import EXIT_NOT_INSTALLED
 from bench_train import _cpu_model, _git_revision, _parse_result, prepare_corpus
 
@@ -40,12 +47,15 @@ DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 PLAIN_DIR = Path("/tmp/corpora")
 XZ_DIR = DATA_DIR / "corpora"
 GPT2_DIR = DATA_DIR / "cs336"
+OPENAI_DIR = DATA_DIR / "openai"
+ENCODINGS = ("gpt2", "cl100k", "o200k")
 CORPORA = {"gutenberg": "gutenberg_500MB.txt", "multilingual": "multilingual.txt", "20news": "20news.txt"}
 THREADS = (1, 2)
-WORST_PEERS = ("bpeforge", "tiktoken")  # HF is slow enough on ordinary text; the issue asks for these two
+WORST_PEERS = ("bpeforge", "tiktoken", "gigatoken")
 MB = 1_000_000
 
-Results = dict[str, dict[int, dict[str, Any]]]  # peer -> batch threads -> child result
+# peer -> batch threads -> child result (for one encoding); the 1-thread entry merges the per-corpus children.
+Results = dict[str, dict[int, dict[str, Any]]]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -55,12 +65,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts")
     parser.add_argument("--corpora", default=",".join(CORPORA), help=f"from {','.join(CORPORA)}")
     parser.add_argument("--peers", default=",".join(PEERS), help=f"from {','.join(PEERS)}")
+    parser.add_argument("--encodings", default=",".join(ENCODINGS), help=f"from {','.join(ENCODINGS)}")
     parser.add_argument("--gpt2-dir", type=Path, default=GPT2_DIR, help="gpt2_vocab.json and gpt2_merges.txt")
+    parser.add_argument("--openai-dir", type=Path, default=OPENAI_DIR, help="cl100k/o200k .tiktoken(.gz) files")
+    parser.add_argument(
+        "--file-mb", type=float, default=500, help="MB of Gutenberg for the whole-process file workload (0: skip)"
+    )
+    parser.add_argument("--no-pin", action="store_true", help="do not pin the children to cores with taskset")
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args(argv)
     args.corpora = args.corpora.split(",")
     args.peers = args.peers.split(",")
-    for given, known, what in [(args.corpora, CORPORA, "corpora"), (args.peers, PEERS, "peers")]:
+    args.encodings = args.encodings.split(",")
+    known_lists = [
+        (args.corpora, CORPORA, "corpora"),
+        (args.peers, PEERS, "peers"),
+        (args.encodings, ENCODINGS, "encodings"),
+    ]
+    for given, known, what in known_lists:
         unknown = [name for name in given if name not in known]
         if unknown:
             parser.error(f"unknown {what} {unknown}; choose from {list(known)}")
@@ -90,14 +112,60 @@ def prepare_texts(names: list[str], mb: float, tmpdir: Path) -> dict[str, dict[s
     return texts
 
 
+def prepare_sources(args: argparse.Namespace, tmpdir: Path) -> dict[str, dict[str, str]]:
+    """Each encoding's files as every peer loads them: GPT-2's vocab/merges and a ``tokenizer.json``
+    made from them (HF, gigatoken and fastokens read that), OpenAI's rank files gunzipped under
+    their own names (gigatoken tells the encoding from the name)."""
+    sources = {}
+    for encoding in args.encodings:
+        source = {"encoding": encoding}
+        if encoding == "gpt2":
+            source["vocab"] = str(args.gpt2_dir / "gpt2_vocab.json")
+            source["merges"] = str(args.gpt2_dir / "gpt2_merges.txt")
+            source["tokenizer_json"] = str(_gpt2_tokenizer_json(args.gpt2_dir, tmpdir))
+        else:
+            source["ranks"] = str(_gunzipped(args.openai_dir / f"{encoding}_base.tiktoken", tmpdir))
+        sources[encoding] = source
+    return sources
+
+
+def _gpt2_tokenizer_json(gpt2_dir: Path, tmpdir: Path) -> Path:
+    """GPT-2 as HF builds it from the two files: byte-level BPE, ByteLevel without prefix space."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    tok = Tokenizer(models.BPE.from_file(str(gpt2_dir / "gpt2_vocab.json"), str(gpt2_dir / "gpt2_merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(list(SPECIALS_BY_ENCODING["gpt2"]))
+    path = tmpdir / "gpt2-tokenizer.json"
+    tok.save(str(path))
+    return path
+
+
+def _gunzipped(path: Path, tmpdir: Path) -> Path:
+    if path.exists():
+        return path
+    out = tmpdir / path.name
+    with gzip.open(path.with_name(path.name + ".gz"), "rb") as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
 # --- running the peers ---------------------------------------------------------------
 
 
-def run_child(job: dict[str, Any]) -> dict[str, Any]:
+def pinned(cmd: list[str], threads: int, pin: bool) -> list[str]:
+    """``cmd`` under ``taskset`` on the first ``threads`` cores, so every peer gets the same ones."""
+    if not pin or shutil.which("taskset") is None or (os.cpu_count() or 1) < threads:
+        return cmd
+    return ["taskset", "-c", ",".join(str(core) for core in range(threads)), *cmd]
+
+
+def run_child(job: dict[str, Any], pin: bool = True) -> dict[str, Any]:
     """One peer at one batch thread count in a fresh interpreter; never raises for a peer's fault."""
     threads = str(job["threads"])
     env = {**os.environ, "RAYON_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "true"}
-    cmd = [sys.executable, str(CHILD_SCRIPT), json.dumps(job)]
+    cmd = pinned([sys.executable, str(CHILD_SCRIPT), json.dumps(job)], job["threads"], pin)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     last_err = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
     if proc.returncode == EXIT_NOT_INSTALLED:
@@ -108,30 +176,53 @@ def run_child(job: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", **result}
 
 
-def run_all(args: argparse.Namespace, texts: dict[str, dict[str, Any]], ids_dir: Path) -> Results:
-    """Every peer at every thread count; single-thread and worst-case runs ride with the 1-thread batch."""
-    results: Results = {peer: {} for peer in args.peers}
-    for peer in args.peers:
+def run_all(args: argparse.Namespace, texts: dict[str, dict[str, Any]], source: dict, ids_dir: Path) -> Results:
+    """Every peer of one encoding at every thread count.
+
+    On 1 thread, one child per corpus, so that each ``encode`` timed first is a
+    first call in a fresh process; worst cases ride with the first corpus's
+    child, after it. On 2 threads, one child runs the batches of every corpus.
+    """
+    peers = [peer for peer in args.peers if source["encoding"] in PEERS[peer].encodings]
+    results: Results = {peer: {} for peer in peers}
+    for peer in peers:
         for threads in THREADS:
-            job = {
-                "peer": peer,
-                "threads": threads,
-                "texts": {name: text["path"] for name, text in texts.items()},
-                "vocab": str(args.gpt2_dir / "gpt2_vocab.json"),
-                "merges": str(args.gpt2_dir / "gpt2_merges.txt"),
-                "repeat": args.repeat,
-                "single": threads == 1,
-                "worst": threads == 1 and peer in WORST_PEERS,
-                "ids_dir": str(ids_dir),
-            }
-            print(f"{peer}, batch on {threads} thread(s) ...", file=sys.stderr, flush=True)
-            start = time.perf_counter()
-            results[peer][threads] = run_child(job)
-            status = results[peer][threads]["status"]
-            print(f"    {status} in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
-            if status != "ok":
+            groups = [[name] for name in texts] if threads == 1 else [list(texts)]
+            runs = []
+            for index, group in enumerate(groups):
+                job = {
+                    "peer": peer,
+                    "threads": threads,
+                    "texts": {name: texts[name]["path"] for name in group},
+                    "source": source,
+                    "repeat": args.repeat,
+                    "single": threads == 1,
+                    "worst": threads == 1 and index == len(groups) - 1 and peer in WORST_PEERS,
+                    "ids_dir": str(ids_dir),
+                }
+                label = f"{source['encoding']}: {peer}, {threads} thread(s), {', '.join(group)}"
+                print(f"{label} ...", file=sys.stderr, flush=True)
+                start = time.perf_counter()
+                runs.append(run_child(job, pin=not args.no_pin))
+                print(f"    {runs[-1]['status']} in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+            results[peer][threads] = merge_runs(runs)
+            if results[peer][threads]["status"] != "ok":
                 break  # a missing or broken peer fails the same way on 2 threads
     return results
+
+
+def merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-corpus children of one peer and thread count as one result (the first failure wins)."""
+    failed = next((run for run in runs if run["status"] != "ok"), None)
+    if failed is not None:
+        return failed
+    merged: dict[str, Any] = {**runs[0], "encode": {}, "batch": {}}
+    for run in runs:
+        merged["encode"].update(run["encode"])
+        merged["batch"].update(run["batch"])
+        if "worst" in run:
+            merged["worst"] = run["worst"]
+    return merged
 
 
 # --- checking the ids ------------------------------------------------------------------
@@ -187,10 +278,10 @@ def check_all(ids_dir: Path, results: Results, corpora: list[str]) -> dict[str, 
         return checks
     checks["corpora"] = {corpus: check_corpus(ids_dir, corpus, peers) for corpus in corpora}
     worst_peers = [peer for peer in peers if peer in WORST_PEERS]
-    if len(worst_peers) == 2:
-        first, second = worst_peers
-        for kind in WORST_CASES:
-            checks["worst"][kind] = compare_ids(ids_dir, f"{first}.worst.{kind}.u32", f"{second}.worst.{kind}.u32")
+    for kind in WORST_CASES:
+        for other in worst_peers[1:]:
+            same = compare_ids(ids_dir, f"{worst_peers[0]}.worst.{kind}.u32", f"{other}.worst.{kind}.u32")
+            checks["worst"].setdefault(kind, {})[other] = same
     return checks
 
 
@@ -204,6 +295,11 @@ def _ok(measurement: dict[str, Any] | None) -> bool:
 def _mbps(measurement: dict[str, Any] | None) -> float | None:
     """Throughput of the best run (noise only ever adds time), in MB of UTF-8 per second."""
     return measurement["bytes"] / min(measurement["times"]) / MB if _ok(measurement) else None
+
+
+def _first_mbps(measurement: dict[str, Any] | None) -> float | None:
+    """Throughput of the first call in the process (cold caches, first allocations)."""
+    return measurement["bytes"] / measurement["times"][0] / MB if _ok(measurement) else None
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -221,10 +317,14 @@ def summarize_encode(results: Results, corpora: list[str]) -> dict[str, Any]:
     """Single-thread MB/s per corpus and peer, and bpeforge's speed-up over each peer."""
     summary = {}
     for corpus in corpora:
-        mbps = {peer: _mbps(_measurement(results, peer, 1, "encode", corpus)) for peer in results}
-        ours = mbps.get("bpeforge")
+        cells = {peer: _measurement(results, peer, 1, "encode", corpus) for peer in results}
+        mbps = {peer: _mbps(cell) for peer, cell in cells.items()}
+        first = {peer: _first_mbps(cell) for peer, cell in cells.items()}
+        ours, ours_first = mbps.get("bpeforge"), first.get("bpeforge")
         speedup = {peer: _ratio(ours, value) for peer, value in mbps.items() if peer != "bpeforge"}
-        summary[corpus] = {"mbps": mbps, "bpeforge_speedup": speedup}
+        first_speedup = {peer: _ratio(ours_first, value) for peer, value in first.items() if peer != "bpeforge"}
+        summary[corpus] = {"mbps": mbps, "first_mbps": first, "bpeforge_speedup": speedup,
+                           "bpeforge_first_speedup": first_speedup}  # fmt: skip
     return summary
 
 
@@ -246,7 +346,7 @@ def summarize_worst(results: Results) -> dict[str, Any]:
     for kind in WORST_CASES:
         for peer in WORST_PEERS:
             run = results.get(peer, {}).get(1, {})
-            if run.get("status") != "ok":
+            if run.get("status") != "ok" or "worst" not in run:
                 continue
             cells = run["worst"][kind]
             secs = {size: min(cells[str(size)]["times"]) if _ok(cells[str(size)]) else None for size in WORST_SIZES}
@@ -324,7 +424,7 @@ def render_header(meta: dict[str, Any], load_before: float, load_after: float) -
 
 
 def render_load(load: dict[str, Any]) -> list[str]:
-    lines = [f"| library | version | build from GPT-2 files, s (best of {LOAD_REPEAT}) |", "|---|---|--:|"]
+    lines = [f"| library | version | build the tokenizer from its files, s (best of {LOAD_REPEAT}) |", "|---|---|--:|"]
     for peer, row in load.items():
         if row["status"] == "ok":
             lines.append(_row([peer, row["version"], f"{row['load_s']:.3f}"]))
@@ -334,12 +434,15 @@ def render_load(load: dict[str, Any]) -> list[str]:
 
 
 def render_encode(encode: dict[str, Any], peers: list[str]) -> list[str]:
+    """MB/s as `best / first call` per peer, then bpeforge's ratio to each (best; first call)."""
     others = [peer for peer in peers if peer != "bpeforge"]
-    head = ["corpus", *[f"{peer} MB/s" for peer in peers], *[f"bpeforge / {peer}" for peer in others]]
+    head = ["corpus", *[f"{peer} best / first" for peer in peers], *[f"bpeforge / {peer}" for peer in others]]
     lines = [_row(head), "|---|" + "--:|" * (len(head) - 1)]
     for corpus, row in encode.items():
-        speedups = [_f(row["bpeforge_speedup"].get(peer), ".2f", "x") for peer in others]
-        lines.append(_row([corpus, *[_f(row["mbps"][peer]) for peer in peers], *speedups]))
+        cells = [f"{_f(row['mbps'][peer])} / {_f(row['first_mbps'][peer])}" for peer in peers]
+        best, first = row["bpeforge_speedup"], row["bpeforge_first_speedup"]
+        speedups = [f"{_f(best.get(peer), '.2f', 'x')}; {_f(first.get(peer), '.2f', 'x')}" for peer in others]
+        lines.append(_row([corpus, *cells, *speedups]))
     return lines
 
 
@@ -369,7 +472,7 @@ def render_ids(checks: dict[str, Any], encode_tokens: dict[str, int]) -> list[st
     return lines
 
 
-def render_worst(worst: dict[str, Any], checks: dict[str, str]) -> list[str]:
+def render_worst(worst: dict[str, Any], checks: dict[str, dict[str, str]]) -> list[str]:
     """Times per size and growth per doubling, so linear (2.0) and quadratic (4.0) read at a glance."""
     sizes = [f"{size / MB:g} MB ms" for size in WORST_SIZES]
     growth = [f"{big / MB:g} / {small / MB:g}" for small, big in zip(WORST_SIZES, WORST_SIZES[1:])]
@@ -381,7 +484,8 @@ def render_worst(worst: dict[str, Any], checks: dict[str, str]) -> list[str]:
         for peer, row in per_peer.items():
             secs = [_f(None if s is None else s * 1000) for s in row["seconds"].values()]
             ratios = [_f(g, ".2f") for g in row["growth"]]
-            lines.append(_row([kind, peer, *secs, *ratios, checks.get(kind, "n/a")]))
+            same = "reference" if peer == WORST_PEERS[0] else checks.get(kind, {}).get(peer, "n/a")
+            lines.append(_row([kind, peer, *secs, *ratios, same]))
     return lines
 
 
@@ -407,8 +511,8 @@ def _measurement_errors(results: Results) -> list[str]:
     return notes
 
 
-def render_markdown(report: dict[str, Any], results: Results) -> str:
-    """The whole report, in the order the issue lists the measurements."""
+def render_encoding(encoding: str, report: dict[str, Any], results: Results) -> list[str]:
+    """One encoding's tables, in the order the issue lists the measurements."""
     peers = list(results)
     summary = report["summary"]
     ref = report["checks"]["reference"]
@@ -418,45 +522,152 @@ def render_markdown(report: dict[str, Any], results: Results) -> str:
         if _ok(cell := _measurement(results, ref, 1, "encode", corpus))
     }
     sections = [
-        *render_header(report["meta"], *report["load_average"]),
+        f"### {encoding}",
         "\n".join(render_load(summary["load"])),
-        "Single-thread `encode`, MB of UTF-8 per second:\n\n" + "\n".join(render_encode(summary["encode"], peers)),
+        "Single-thread `encode` (pinned to one core), MB of UTF-8 per second, best of the runs / the first call "
+        "in a fresh process:\n\n" + "\n".join(render_encode(summary["encode"], peers)),
         "`encode_batch`:\n\n" + "\n".join(render_batch(summary["batch"], batch_shapes(results))),
         f"Same ids as {ref}:\n\n" + "\n".join(render_ids(report["checks"], encode_tokens)),
-        "Worst cases (one pre-token of the given size), single-thread `encode`:\n\n"
+        "Worst cases (long runs of one kind of text), single-thread `encode`:\n\n"
         + "\n".join(render_worst(summary["worst"], report["checks"]["worst"])),
     ]
     notes = _worst_notes(summary["worst"]) + _measurement_errors(results)
     if notes:
         sections.append("Errors:\n\n" + "\n".join(notes))
-    return "\n\n".join(sections)
+    return sections
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Prepare texts, run the children, check ids while their files exist, then report."""
+    """Prepare texts and sources, run the children per encoding, check ids while their files exist, report."""
     args = parse_args(argv)
     load_before = os.getloadavg()[0]
+    reports, all_results, sections = {}, {}, []
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp:
         texts = prepare_texts(args.corpora, args.mb, Path(tmp))
-        ids_dir = Path(tmp) / "ids"
-        ids_dir.mkdir()
-        results = run_all(args, texts, ids_dir)
-        checks = check_all(ids_dir, results, args.corpora)
-    report = {
-        "meta": metadata(args, texts, batch_shapes(results)),
-        "load_average": [load_before, os.getloadavg()[0]],
-        "corpora": args.corpora,
-        "summary": {
-            "load": summarize_load(results),
-            "encode": summarize_encode(results, args.corpora),
-            "batch": summarize_batch(results, args.corpora),
-            "worst": summarize_worst(results),
-        },
-        "checks": checks,
-    }
-    print(render_markdown(report, results))
+        sources = prepare_sources(args, Path(tmp))
+        for encoding, source in sources.items():
+            ids_dir = Path(tmp) / f"ids-{encoding}"
+            ids_dir.mkdir()
+            results = run_all(args, texts, source, ids_dir)
+            report = {
+                "corpora": args.corpora,
+                "summary": {
+                    "load": summarize_load(results),
+                    "encode": summarize_encode(results, args.corpora),
+                    "batch": summarize_batch(results, args.corpora),
+                    "worst": summarize_worst(results),
+                },
+                "checks": check_all(ids_dir, results, args.corpora),
+            }
+            reports[encoding], all_results[encoding] = report, results
+            sections += render_encoding(encoding, report, results)
+        files = measure_file_workload(args, sources, Path(tmp)) if args.file_mb and "gpt2" in sources else None
+    meta = metadata(args, texts, batch_shapes(next(iter(all_results.values()), {})))
+    header = render_header(meta, load_before, os.getloadavg()[0])
+    if files is not None:
+        sections += ["### File to ids, whole process (GPT-2)", *render_files(files)]
+    print("\n\n".join([*header, *sections]))
     if args.json:
-        args.json.write_text(json.dumps({**report, "runs": results}, indent=2))
+        output = {"meta": meta, "encodings": reports, "runs": all_results, "files": files}
+        args.json.write_text(json.dumps(output, indent=2))
+
+
+# --- the whole-process file workload -------------------------------------------------------
+
+GIGATOKEN_FILE_SCRIPT = """
+import sys, time, numpy as np, gigatoken
+tok = gigatoken.Tokenizer(sys.argv[1])
+rows = tok.encode_files(sys.argv[2])
+np.save(sys.argv[3], np.asarray(rows[0], dtype=np.uint32))
+"""
+
+
+def measure_file_workload(args: argparse.Namespace, sources: dict, tmpdir: Path) -> dict[str, Any]:
+    """``bpeforge encode FILE -o ids.npy`` against gigatoken's ``encode_files`` on the same file, each a
+    whole process pinned to 1 and 2 cores: wall time (interpreter start to exit, tokenizer load and
+    writing the ids included) and peak RSS; the two id arrays are compared."""
+    import numpy as np
+
+    source = locate_corpus("gutenberg")
+    path = prepare_corpus(source, int(args.file_mb * MB), tmpdir)
+    size = path.stat().st_size
+    tokenizer_dir = tmpdir / "gpt2-bpeforge"
+    _save_bpeforge_gpt2(sources["gpt2"], tokenizer_dir)
+    commands = {
+        "bpeforge": lambda out, threads: [
+            sys.executable, "-m", "bpeforge", "encode", str(path), "--tokenizer", str(tokenizer_dir),
+            "-o", str(out), "--threads", str(threads), "--no-progress", "--dtype", "uint32",
+        ],
+        "gigatoken": lambda out, threads: [
+            sys.executable, "-c", GIGATOKEN_FILE_SCRIPT, sources["gpt2"]["tokenizer_json"], str(path), str(out),
+        ],
+    }  # fmt: skip
+    rows: dict[str, Any] = {"bytes": size, "source": str(source), "runs": {}}
+    for threads in THREADS:
+        outputs = {}
+        for peer, command in commands.items():
+            if peer not in args.peers:
+                continue
+            best = None
+            for _ in range(args.repeat):
+                out = tmpdir / f"file-{peer}-{threads}.npy"
+                out.unlink(missing_ok=True)
+                run = _timed_process(pinned(command(out, threads), threads, not args.no_pin), threads)
+                if best is None or ("seconds" in run and run["seconds"] < best.get("seconds", float("inf"))):
+                    best = run
+            outputs[peer] = out
+            rows["runs"].setdefault(peer, {})[threads] = best
+            print(f"file workload: {peer}, {threads} core(s): {best}", file=sys.stderr, flush=True)
+        if len(outputs) == 2 and all(p.exists() for p in outputs.values()):
+            a, b = (np.load(p) for p in outputs.values())
+            rows.setdefault("same_ids", {})[threads] = bool(a.shape == b.shape and (a == b).all())
+    return rows
+
+
+def _save_bpeforge_gpt2(source: dict, directory: Path) -> None:
+    import bpeforge
+
+    specials = list(SPECIALS_BY_ENCODING["gpt2"])
+    bpeforge.Tokenizer.from_files(source["vocab"], source["merges"], specials).save(directory)
+
+
+def _timed_process(cmd: list[str], threads: int) -> dict[str, Any]:
+    """Wall seconds and peak RSS (MiB) of one child process, from ``wait4``'s resource usage."""
+    env = {**os.environ, "RAYON_NUM_THREADS": str(threads)}
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    error = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+    if os.waitstatus_to_exitcode(status) != 0:
+        return {"error": (error or ["failed"])[-1]}
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024}
+
+
+def render_files(files: dict[str, Any]) -> list[str]:
+    mb = files["bytes"] / MB
+    lines = [
+        f"{files['bytes']:,} bytes of `{files['source']}`; best of the runs; MB/s = file size / whole-process time.",
+        "",
+        "| library | cores | seconds | MB/s | peak RSS MiB | same ids |",
+        "|---|--:|--:|--:|--:|---|",
+    ]
+    for peer, runs in files["runs"].items():
+        for threads, run in runs.items():
+            same = files.get("same_ids", {}).get(threads)
+            same_cell = "—" if same is None else ("yes" if same else "**no**")
+            if "error" in run:
+                lines.append(_row([peer, str(threads), "—", "—", "—", f"error: {run['error']}"]))
+                continue
+            lines.append(_row([peer, str(threads), f"{run['seconds']:.2f}", f"{mb / run['seconds']:.1f}",
+                               f"{run['peak_rss_mib']:.0f}", same_cell]))  # fmt: skip
+    ratios = []
+    for threads in THREADS:
+        ours = files["runs"].get("bpeforge", {}).get(threads, {}).get("seconds")
+        theirs = files["runs"].get("gigatoken", {}).get(threads, {}).get("seconds")
+        if ours and theirs:
+            ratios.append(f"{threads} core(s): bpeforge is {theirs / ours:.2f}x gigatoken's speed")
+    return ["\n".join(lines), "; ".join(ratios)] if ratios else ["\n".join(lines)]
 
 
 if __name__ == "__main__":
