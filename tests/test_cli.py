@@ -103,3 +103,31 @@ def test_ctrl_c_in_the_core_raises_keyboard_interrupt(tmp_path):
     else:
         raise AssertionError("training finished despite SIGINT")
     assert calls == ["pretokenize"]  # stopped at the first report
+
+
+def test_version_and_standard_input_and_output(tmp_path):
+    assert subprocess.run(
+        [sys.executable, "-m", "bpeforge", "--version"], capture_output=True, text=True
+    ).stdout.startswith("bpeforge ")
+    text = "hello world, hello there<|endoftext|>more text here\n" * 20
+    from_stdin = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "train", "-", "--vocab-size", "280", "-o", str(tmp_path / "tok")],
+        input=text, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert from_stdin.returncode == 0, from_stdin.stderr
+    (tmp_path / "c.txt").write_text(text)
+    from_file = run_cli("train", str(tmp_path / "c.txt"), "--vocab-size", "280", "-o", str(tmp_path / "tok2"))
+    assert from_file.returncode == 0
+    assert bpeforge.load(tmp_path / "tok") == bpeforge.load(tmp_path / "tok2")
+    encoded = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "encode", "-", "--tokenizer", str(tmp_path / "tok"), "-o",
+         str(tmp_path / "ids.npy")],
+        input=text, capture_output=True, text=True,
+    )  # fmt: skip
+    assert encoded.returncode == 0, encoded.stderr
+    decoded = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "decode", str(tmp_path / "ids.npy"), "--tokenizer", str(tmp_path / "tok"),
+         "-o", "-"],
+        capture_output=True,
+    )  # fmt: skip
+    assert decoded.returncode == 0 and decoded.stdout == text.encode()

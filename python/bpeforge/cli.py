@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from bpeforge import counts, demo, encode_files, io, train_report
+from bpeforge import __version__, counts, demo, encode_files, io, train_report
 from bpeforge.convert import add_convert_command
 from bpeforge.inspect_cli import add_inspect_commands
 from bpeforge.outputs import check_output
@@ -69,6 +69,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpeforge", description="Byte-level BPE tokenizer training, fast and exact.")
     parser.add_argument("--debug", action="store_true", help="on an error, also print the Python traceback")
+    parser.add_argument("--version", action="version", version=f"bpeforge {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_train(commands)
     _add_count(commands)
@@ -129,6 +130,16 @@ def _add_special_token_option(cmd: argparse.ArgumentParser) -> None:
         f"replaces the default, so add --special-token '{DEFAULT_SPECIAL}' to keep it",
     )
     group.add_argument("--no-special-tokens", action="store_true", help="no special tokens (not even the default)")
+
+
+STDIN = "-"
+
+
+def stdin_inputs(inputs: Sequence[str]) -> list[str]:
+    """INPUT `-` is standard input (read through `/dev/stdin`, so the Rust reader streams it)."""
+    if list(inputs).count(STDIN) > 1:
+        raise ValueError("'-' (standard input) can be given once")
+    return ["/dev/stdin" if path == STDIN else path for path in inputs]
 
 
 def _special_tokens(args: argparse.Namespace) -> list[str]:
@@ -195,6 +206,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         vocab_size = args.vocab_size
     else:
         inputs, output, vocab_size = _train_inputs(args, parser)
+        inputs = stdin_inputs(inputs)
         _check_tokenizer_output(output, inputs, args.force)
         specials = _special_tokens(args)
         result = train(
@@ -291,6 +303,7 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         from bpeforge.ray.cli import run_encode
 
         return run_encode(args)
+    args.inputs = stdin_inputs(args.inputs)
     check_output(args.output, inputs=[*args.inputs, args.tokenizer], overwrite=args.force)
     tokenizer = Tokenizer.load(args.tokenizer)
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
@@ -317,12 +330,17 @@ def _add_decode(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser("decode", help="write the text of a .npy array of token ids")
     cmd.add_argument("source", type=Path, metavar="IN.npy")
     cmd.add_argument("--tokenizer", required=True, type=Path, help="directory written by `bpeforge train`")
-    cmd.add_argument("-o", "--output", required=True, type=Path, help="output file (the exact bytes)")
+    cmd.add_argument("-o", "--output", required=True, help="output file (the exact bytes); - for standard output")
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.set_defaults(run=_run_decode)
 
 
 def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.output == STDIN:
+        tokenizer = Tokenizer.load(args.tokenizer)
+        encode_files.decode_to(tokenizer, args.source, sys.stdout.buffer)
+        return 0
+    args.output = Path(args.output)
     check_output(args.output, inputs=[args.source, args.tokenizer], overwrite=args.force)
     written = encode_files.decode_file(
         Tokenizer.load(args.tokenizer), args.source, args.output, overwrite=args.force, tokenizer_path=args.tokenizer
@@ -352,6 +370,7 @@ def _add_count(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    args.inputs = stdin_inputs(args.inputs)
     check_output(args.output, inputs=args.inputs, overwrite=args.force)
     specials = _special_tokens(args)
     _check_ray_options(args, parser)

@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -90,12 +91,22 @@ def decode_file(
     guarded = [source, *([tokenizer_path] if tokenizer_path is not None else [])]
     output = check_output(output, inputs=guarded, overwrite=overwrite)
     ids = load_token_ids(source)
-    written = 0
     with open_atomically(output) as out:
-        for start in range(0, len(ids), 1 << 20):
-            data = tokenizer.decode_bytes(ids[start : start + (1 << 20)].tolist())
-            out.write(data)
-            written += len(data)
+        return _decode_ids(tokenizer, ids, out)
+
+
+def decode_to(tokenizer: Tokenizer, source: str | os.PathLike[str], out: BinaryIO) -> int:
+    """Write the bytes of the ids in `source` to an open binary stream (standard output); returns bytes written."""
+    return _decode_ids(tokenizer, load_token_ids(source), out)
+
+
+def _decode_ids(tokenizer: Tokenizer, ids: np.ndarray, out: BinaryIO) -> int:
+    """Ids decoded a block at a time (a memory map is never read whole)."""
+    written = 0
+    for start in range(0, len(ids), 1 << 20):
+        data = tokenizer.decode_bytes(ids[start : start + (1 << 20)].tolist())
+        out.write(data)
+        written += len(data)
     return written
 
 
