@@ -761,3 +761,14 @@ def test_trained_tokenizer_round_trips_any_text(trained, text):
     ids = trained.tokenizer.encode(text)
     assert trained.tokenizer.decode(ids) == text
     assert ids == trained.oracle(text)
+
+
+def test_tokenizers_compare_count_and_name_like_their_peers():
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    a = Tokenizer(vocab, [(b"a", b"b")], ["<|endoftext|>"])
+    assert a == Tokenizer(vocab, [(b"a", b"b")], ["<|endoftext|>"])
+    assert a != Tokenizer(vocab, [(b"a", b"b")])
+    assert a != Tokenizer(vocab, [(b"a", b"b")], ["<|endoftext|>"], pattern="o200k")
+    assert len(a) == a.n_vocab == 258 and a.eot_token == 257
+    assert Tokenizer(vocab, [(b"a", b"b")]).eot_token is None
+    assert a.get_vocab()[b"ab"] == 256

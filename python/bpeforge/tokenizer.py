@@ -24,6 +24,7 @@ from bpeforge.train import check_positive
 # stays flat (the CS336 test allows a 1 MB rise); large enough that the
 # per-call overhead vanishes.
 STREAM_CHUNK_CHARS = 1 << 16
+END_OF_TEXT = "<|endoftext|>"
 
 
 class Tokenizer:
@@ -197,6 +198,40 @@ class Tokenizer:
             f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self._merges)}, "
             f"special_tokens={self._special_tokens!r}, pattern={self.pattern!r})"
         )
+
+    def __len__(self) -> int:
+        """The number of tokens, special tokens included (as `len` of an HF tokenizer)."""
+        return len(self._vocab)
+
+    def __eq__(self, other: object) -> bool:
+        """Same vocabulary, merges, special tokens and pattern: the same ids for every text."""
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return (self._vocab, self._merges, self._special_tokens, self.pattern) == (
+            other._vocab,
+            other._merges,
+            other._special_tokens,
+            other.pattern,
+        )
+
+    __hash__ = None  # mutable-looking value semantics: equal tokenizers need not share a hash
+
+    def get_vocab(self) -> dict[bytes, int]:
+        """`{token bytes: id}` (transformers' name; with two ids for one spelling, the lower id)."""
+        vocab: dict[bytes, int] = {}
+        for token_id, token in sorted(self._vocab.items()):
+            vocab.setdefault(token, token_id)
+        return vocab
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id (tiktoken's name)."""
+        return max(self._vocab, default=-1) + 1
+
+    @property
+    def eot_token(self) -> int | None:
+        """The id of `<|endoftext|>` when it is a special token, else None (tiktoken's name)."""
+        return self.token_to_id(END_OF_TEXT) if END_OF_TEXT in self._special_tokens else None
 
     def __reduce__(self):
         # Pickles as its vocabulary, merges and specials; the Rust tables are
