@@ -212,7 +212,7 @@ impl SharedCache {
     pub fn new(bytes: usize) -> Self {
         let buckets = bytes / BUCKET_BYTES;
         let shards = if buckets == 0 { 0 } else { MAX_SHARDS.min(1 << buckets.ilog2()) };
-        let per_shard = if shards == 0 { 0 } else { buckets / shards };
+        let per_shard = buckets.checked_div(shards).unwrap_or(0);
         let shards: Box<[Padded]> =
             (0..shards).map(|_| Padded(Mutex::new(Shard { max_buckets: per_shard, ..Shard::default() }))).collect();
         let shard_shift = 64 - shards.len().max(1).ilog2();
