@@ -234,3 +234,17 @@ def test_numpy_outputs_match_tiktoken_on_gpt2(gpt2_by_cache, reference, cs336_te
     ids, offsets = tok.encode_batch_to_numpy(texts, num_threads=2)
     assert np.array_equal(ids, np.concatenate([np.array(e, dtype=np.uint32) for e in expected]))
     assert np.diff(offsets).tolist() == [len(e) for e in expected]
+
+
+def test_encode_iterable_reads_the_cache_but_does_not_fill_it():
+    # Streaming stays in flat memory (CS336's 1 MB bound): lookups only.
+    tok = small_tokenizer()
+    words = distinct_words(2000, seed=2)
+    expected = tok.encode("".join(words))
+    fresh = small_tokenizer()
+    assert list(fresh.encode_iterable(iter(words))) == expected
+    assert fresh.cache_info()["entries"] == 0
+    misses = tok.cache_info()["misses"]
+    assert list(tok.encode_iterable(iter(words))) == expected
+    info = tok.cache_info()
+    assert info["misses"] == misses and info["hits"] > 0

@@ -192,12 +192,14 @@ class Tokenizer:
 
         Text is buffered to about `STREAM_CHUNK_CHARS`, then encoded up to the
         last point that more text cannot change (never inside a pre-token or a
-        special token); the rest waits for the next round.
+        special token); the rest waits for the next round. The encode cache is
+        read but not filled here, so that memory stays flat (CS336 allows a
+        1 MB rise); what earlier calls cached still speeds it up.
         """
         if isinstance(iterable, (str, bytes)):
             raise TypeError("encode_iterable takes an iterable of str pieces (a file, a generator), not one string")
         for chunk in stable_chunks(self._core, iterable, STREAM_CHUNK_CHARS):
-            yield from self._core.encode(chunk)
+            yield from self._core.encode(chunk, False)
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`; bytes that are not valid UTF-8 become U+FFFD."""

@@ -50,9 +50,9 @@ impl PyEncoder {
     /// stretches (a single call on 1 GB would otherwise only see it at the
     /// end). Stretches end where more text cannot change the ids before them
     /// (`stable_prefix_len`), so the ids equal one call's.
-    fn encode_interruptible(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+    fn encode_interruptible(&self, py: Python<'_>, text: &str, fill_cache: bool) -> PyResult<Vec<u32>> {
         let mut ids = Vec::with_capacity(text.len() / 4);
-        let mut state = EncodeState::default();
+        let mut state = if fill_cache { EncodeState::default() } else { EncodeState::lookup_only() };
         let mut rest = text;
         while !rest.is_empty() {
             let stretch = py.detach(|| self.next_stretch(rest));
@@ -113,15 +113,18 @@ impl PyEncoder {
         Ok(Self { inner: Arc::new(inner), ints })
     }
 
-    fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptible(py, text)?;
+    /// `fill_cache=False` reads the shared cache without adding to it (for
+    /// streaming in flat memory).
+    #[pyo3(signature = (text, fill_cache=true))]
+    fn encode<'py>(&self, py: Python<'py>, text: &str, fill_cache: bool) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.encode_interruptible(py, text, fill_cache)?;
         self.id_list(py, &ids)
     }
 
     /// The ids of `text` as raw little-endian uint32 in a bytearray (for
     /// `numpy.frombuffer`): no Python int per id.
     fn encode_to_buffer<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyByteArray>> {
-        let ids = self.encode_interruptible(py, text)?;
+        let ids = self.encode_interruptible(py, text, true)?;
         id_buffer(py, &ids)
     }
 

@@ -179,7 +179,7 @@ impl Encoder {
             state.misses += 1;
         }
         encode_piece(bytes, &self.vocab, &mut state.scratch, out);
-        if let Some(shared) = shared {
+        if let Some(shared) = shared.filter(|_| !state.lookup_only) {
             shared.insert(key, &out[start..]);
         }
         state.cache.insert(key, &out[start..]);
@@ -237,9 +237,19 @@ pub struct EncodeState {
     /// Shared-cache hits and misses not yet added to its counters.
     hits: u64,
     misses: u64,
+    /// Read the shared cache but add nothing to it.
+    lookup_only: bool,
 }
 
 impl EncodeState {
+    /// A state that uses what the shared cache holds but never adds to it,
+    /// so that encoding allocates nothing that outlives the call: for
+    /// streaming in flat memory (CS336 allows `encode_iterable` a 1 MB rise,
+    /// less than the distinct pieces of a few MB of text take).
+    pub fn lookup_only() -> Self {
+        Self { lookup_only: true, ..Self::default() }
+    }
+
     fn flush_counts(&mut self) {
         if let Some((_, shared)) = &self.shared {
             shared.record(self.hits, self.misses);
@@ -345,6 +355,12 @@ mod tests {
         let after = enc.cache_info();
         assert_eq!(after.misses, warmed.misses, "{after:?}");
         assert!(after.hits > warmed.hits, "{after:?}");
+        // A lookup-only state reads the cache and adds nothing.
+        enc.set_cache_bytes(1 << 20);
+        let mut ids = Vec::new();
+        enc.encode_with(&text, &mut EncodeState::lookup_only(), &mut ids).unwrap();
+        assert_eq!(ids, expected);
+        assert_eq!(enc.cache_info().entries, 0);
     }
 
     #[test]
