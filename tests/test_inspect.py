@@ -96,6 +96,15 @@ def test_inspect_json_figures(trained, corpus):
     assert sample["tokens"] == len(tokenizer.encode(text))
     assert sample["bytes_per_token"] == pytest.approx(corpus.stat().st_size / sample["tokens"])
     assert sample["pile_hours"] == pytest.approx(825e9 / (sample["mb_per_second"] * 1e6) / 3600)
+    cache = figures["cache"]  # the encode cache, filled by encoding the sample
+    assert 0 < cache["bytes"] <= cache["capacity"] == tokenizer.cache_size
+    assert cache["entries"] > 0 and cache["misses"] > 0
+
+
+def test_inspect_text_shows_the_cache(trained, corpus):
+    out = _run("inspect", str(trained), "--sample", str(corpus)).stdout
+    (line,) = [line for line in out.splitlines() if line.strip().startswith("cache")]
+    assert "pieces in" in line and "MiB of 64.0 MiB" in line and "lookups hit" in line
 
 
 def test_inspect_shows_tokens_that_are_not_utf8_as_escaped_bytes(tmp_path):

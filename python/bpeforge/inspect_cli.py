@@ -62,6 +62,7 @@ def _run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     tokenizer = Tokenizer.load(args.tokenizer)
     figures = inspection.vocabulary_figures(tokenizer)
     figures["samples"] = [sample.to_json() for sample in _samples(tokenizer, args)]
+    figures["cache"] = tokenizer.cache_info()
     if args.plot is not None:
         from bpeforge.plots import plot_length_histogram
 
@@ -90,6 +91,7 @@ def _inspect_text(directory: Path, figures: dict) -> str:
     lines.extend(_histogram_rows(figures["length_histogram"]))
     if figures["samples"]:
         lines.append(_samples_table(figures["samples"]))
+    lines.append(_cache_line(figures["cache"]))
     if "plot" in figures:
         lines.append(f"wrote {figures['plot']}")
     return "\n".join(lines)
@@ -113,6 +115,18 @@ def _samples_table(samples: list[dict]) -> str:
             f"{_hours(sample['pile_hours']):>15}"
         )
     return "samples (throughput: whole file, `bpeforge encode`'s path)\n" + "\n".join(lines)
+
+
+def _cache_line(cache: dict[str, int]) -> str:
+    """The encode cache after the samples: what it holds, its budget and how often it answered."""
+    if cache["capacity"] == 0:
+        return "  cache        off"
+    lookups = cache["hits"] + cache["misses"]
+    rate = f", {cache['hits'] / lookups:.0%} of {lookups:,} lookups hit" if lookups else ""
+    return (
+        f"  cache        {cache['entries']:,} pieces in {cache['bytes'] / 2**20:.1f} MiB "
+        f"of {cache['capacity'] / 2**20:.1f} MiB{rate}"
+    )
 
 
 def _hours(hours: float) -> str:

@@ -13,11 +13,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bpeforge import _core, io
 from bpeforge.patterns import normalize_pattern
 from bpeforge.streaming import stable_chunks
 from bpeforge.train import check_positive
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # encode_iterable encodes once this many characters are buffered, up to the
 # last point where more text cannot change the ids. Small enough that memory
@@ -26,6 +30,11 @@ from bpeforge.train import check_positive
 STREAM_CHUNK_CHARS = 1 << 16
 END_OF_TEXT = "<|endoftext|>"
 
+# The shared encode cache's default budget in bytes (see docs/encode-cache.md):
+# 2 Mi short pre-tokens, more than a corpus's working set, and the tables
+# grow with use, so a tokenizer that encodes little holds little.
+DEFAULT_CACHE_SIZE = 64 << 20
+
 
 class Tokenizer:
     """A byte-level BPE tokenizer: a vocabulary, its merges and special tokens.
@@ -33,6 +42,11 @@ class Tokenizer:
     Special tokens missing from `vocab` are appended with new ids. Special
     tokens in the text are matched longest first; inside each pre-token the
     merges apply by rank, as in GPT-2 and tiktoken.
+
+    `cache_size` bounds, in bytes, the cache of pre-token ids that this
+    tokenizer keeps across calls and shares between its threads (0: none);
+    `set_cache_size` changes it later and `cache_info` reports it. The ids
+    are the same whatever its size.
     """
 
     def __init__(
@@ -42,7 +56,9 @@ class Tokenizer:
         special_tokens: Iterable[str] | None = None,
         *,
         pattern: str = "gpt2",
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
+        _check_cache_size(cache_size)
         if not isinstance(vocab, dict):
             raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
         self._vocab = dict(vocab)
@@ -52,7 +68,8 @@ class Tokenizer:
         _refuse_specials_that_are_tokens(self._vocab, self._merges, self._special_tokens)
         _append_missing_specials(self._vocab, self._special_tokens)
         pattern = normalize_pattern(pattern)
-        self._core = _core.Encoder(list(self._vocab.items()), self._merges, self._special_tokens, pattern)
+        self._core = _core.Encoder(list(self._vocab.items()), self._merges, self._special_tokens, pattern, cache_size)
+        self._cache_size = cache_size
 
     @classmethod
     def from_files(
@@ -62,21 +79,22 @@ class Tokenizer:
         special_tokens: Iterable[str] | None = None,
         *,
         pattern: str = "gpt2",
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
         vocab, merges = io.load_vocab(vocab_filepath), io.load_merges(merges_filepath)
         try:
-            return cls(vocab, merges, special_tokens, pattern=pattern)
+            return cls(vocab, merges, special_tokens, pattern=pattern, cache_size=cache_size)
         except ValueError as err:
             raise ValueError(f"{vocab_filepath}, {merges_filepath}: {err}") from None
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str]) -> Tokenizer:
+    def load(cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Load a directory written by `bpeforge.save` / `bpeforge train`, special tokens included."""
         vocab, merges = io.load(directory)
         meta = io.load_meta(directory)
         try:
-            return cls(vocab, merges, meta["special_tokens"], pattern=meta["pattern"])
+            return cls(vocab, merges, meta["special_tokens"], pattern=meta["pattern"], cache_size=cache_size)
         except ValueError as err:
             raise ValueError(f"{directory}: {err}") from None
 
@@ -126,25 +144,63 @@ class Tokenizer:
         """The ids of `text`."""
         return self._core.encode(_check_str(text))
 
+    def encode_to_numpy(self, text: str) -> np.ndarray:
+        """The ids of `text` as a uint32 array, made without a Python int per id."""
+        import numpy as np
+
+        return np.frombuffer(self._core.encode_to_buffer(_check_str(text)), dtype=np.dtype("<u4"))
+
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("encode_batch takes a list of texts, not one string; use encode(text), or [text]")
-        if num_threads is not None:
-            check_positive("num_threads", num_threads)
-        return self._core.encode_batch([_check_str(t) for t in texts], num_threads)
+        return self._core.encode_batch(_check_texts(texts, num_threads, "encode_batch"), num_threads)
+
+    def encode_batch_to_numpy(
+        self, texts: Iterable[str], num_threads: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """All the texts' ids in one uint32 array, and the int64 offsets of each text's ids in it.
+
+        `ids[offsets[i]:offsets[i + 1]]` are the ids of `texts[i]`; `offsets`
+        has `len(texts) + 1` entries. Encoded as `encode_batch` does.
+        """
+        import numpy as np
+
+        texts = _check_texts(texts, num_threads, "encode_batch_to_numpy")
+        ids, offsets = self._core.encode_batch_to_buffers(texts, num_threads)
+        return np.frombuffer(ids, dtype=np.dtype("<u4")), np.frombuffer(offsets, dtype=np.dtype("<i8"))
+
+    @property
+    def cache_size(self) -> int:
+        """The budget in bytes of the encode cache (0: off)."""
+        return self._cache_size
+
+    def set_cache_size(self, cache_size: int) -> None:
+        """Replace the encode cache by an empty one of at most `cache_size` bytes (0 turns it off)."""
+        _check_cache_size(cache_size)
+        self._core.set_cache_bytes(cache_size)
+        self._cache_size = cache_size
+
+    def cache_info(self) -> dict[str, int]:
+        """The encode cache: `entries`, `bytes` (allocated, at most `capacity`), `capacity`, `hits`, `misses`.
+
+        Hits and misses count the lookups that reach the shared cache; the
+        repeats of a piece within one call are answered by the calling
+        thread's own table first and are not counted.
+        """
+        return self._core.cache_info()
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily the ids of `"".join(iterable)`, in memory that does not grow with the input.
 
         Text is buffered to about `STREAM_CHUNK_CHARS`, then encoded up to the
         last point that more text cannot change (never inside a pre-token or a
-        special token); the rest waits for the next round.
+        special token); the rest waits for the next round. The encode cache is
+        read but not filled here, so that memory stays flat (CS336 allows a
+        1 MB rise); what earlier calls cached still speeds it up.
         """
         if isinstance(iterable, (str, bytes)):
             raise TypeError("encode_iterable takes an iterable of str pieces (a file, a generator), not one string")
         for chunk in stable_chunks(self._core, iterable, STREAM_CHUNK_CHARS):
-            yield from self._core.encode(chunk)
+            yield from self._core.encode(chunk, False)
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`; bytes that are not valid UTF-8 become U+FFFD."""
@@ -236,7 +292,8 @@ class Tokenizer:
     def __reduce__(self):
         # Pickles as its vocabulary, merges and specials; the Rust tables are
         # rebuilt on load (tens of milliseconds for GPT-2's 50k tokens).
-        return (_rebuild, (self._vocab, self._merges, self._special_tokens, self.pattern))
+        # The cache is not pickled; the copy gets an empty one of the same size.
+        return (_rebuild, (self._vocab, self._merges, self._special_tokens, self.pattern, self._cache_size))
 
 
 def _check_ids(vocab: dict[int, bytes]) -> None:
@@ -247,8 +304,29 @@ def _check_ids(vocab: dict[int, bytes]) -> None:
             raise TypeError(f"vocab values must be bytes; id {token_id} has {type(token).__name__}")
 
 
-def _rebuild(vocab: dict[int, bytes], merges: list, special_tokens: list[str], pattern: str) -> Tokenizer:
-    return Tokenizer(vocab, merges, special_tokens, pattern=pattern)
+def _rebuild(
+    vocab: dict[int, bytes],
+    merges: list,
+    special_tokens: list[str],
+    pattern: str,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+) -> Tokenizer:
+    return Tokenizer(vocab, merges, special_tokens, pattern=pattern, cache_size=cache_size)
+
+
+def _check_cache_size(cache_size: object) -> None:
+    if not isinstance(cache_size, int) or isinstance(cache_size, bool):
+        raise TypeError(f"cache_size must be an int number of bytes, got {type(cache_size).__name__}")
+    if not 0 <= cache_size < 2**63:
+        raise ValueError(f"cache_size must be 0 (off) or a positive number of bytes, got {cache_size}")
+
+
+def _check_texts(texts: Iterable[str], num_threads: int | None, method: str) -> list[str]:
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{method} takes a list of texts, not one string; use encode(text), or [text]")
+    if num_threads is not None:
+        check_positive("num_threads", num_threads)
+    return [_check_str(t) for t in texts]
 
 
 def _unique_specials(special_tokens: Iterable[str] | None) -> list[str]:

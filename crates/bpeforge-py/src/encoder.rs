@@ -1,17 +1,19 @@
 //! `bpeforge._core.Encoder`: the Rust encoder behind `bpeforge.Tokenizer`.
 //!
-//! Immutable once built (`frozen`), so one instance is shared by any number of
-//! Python threads; every method that does real work releases the GIL.
+//! Immutable once built (`frozen`) but for the core's shared piece cache,
+//! which is thread-safe, so one instance is shared by any number of Python
+//! threads; every method that does real work releases the GIL.
 
 use std::sync::{Arc, Mutex};
 
+use bpeforge::cache::DEFAULT_CACHE_BYTES;
 use bpeforge::encode::EncodeState;
 use bpeforge::encode_files::encode_files;
 use bpeforge::train::DEFAULT_CHUNK_SIZE;
 use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList};
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
@@ -48,9 +50,9 @@ impl PyEncoder {
     /// stretches (a single call on 1 GB would otherwise only see it at the
     /// end). Stretches end where more text cannot change the ids before them
     /// (`stable_prefix_len`), so the ids equal one call's.
-    fn encode_interruptible(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+    fn encode_interruptible(&self, py: Python<'_>, text: &str, fill_cache: bool) -> PyResult<Vec<u32>> {
         let mut ids = Vec::with_capacity(text.len() / 4);
-        let mut state = EncodeState::default();
+        let mut state = if fill_cache { EncodeState::default() } else { EncodeState::lookup_only() };
         let mut rest = text;
         while !rest.is_empty() {
             let stretch = py.detach(|| self.next_stretch(rest));
@@ -89,27 +91,92 @@ const BATCH_CHECK_BYTES: usize = 4 << 20;
 #[pymethods]
 impl PyEncoder {
     #[new]
-    #[pyo3(signature = (vocab, merges, special_tokens, pattern="gpt2"))]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern="gpt2", cache_bytes=DEFAULT_CACHE_BYTES))]
     fn new(
         py: Python<'_>,
         vocab: Vec<(u32, Vec<u8>)>,
         merges: Vec<(Vec<u8>, Vec<u8>)>,
         special_tokens: Vec<String>,
         pattern: &str,
+        cache_bytes: usize,
     ) -> PyResult<Self> {
         let pattern = Pattern::new(pattern).map_err(to_py_err)?;
         let built =
             py.detach(|| Vocabulary::new(vocab, &merges).and_then(|v| Encoder::new(v, &special_tokens, pattern)));
         let inner = built.map_err(to_py_err)?;
+        if cache_bytes != DEFAULT_CACHE_BYTES {
+            inner.set_cache_bytes(cache_bytes);
+        }
         let ints = (0..inner.vocab().len() as u32)
             .map(|id| id.into_pyobject(py).map(Bound::unbind))
             .collect::<Result<_, _>>()?;
         Ok(Self { inner: Arc::new(inner), ints })
     }
 
-    fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptible(py, text)?;
+    /// `fill_cache=False` reads the shared cache without adding to it (for
+    /// streaming in flat memory).
+    #[pyo3(signature = (text, fill_cache=true))]
+    fn encode<'py>(&self, py: Python<'py>, text: &str, fill_cache: bool) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.encode_interruptible(py, text, fill_cache)?;
         self.id_list(py, &ids)
+    }
+
+    /// The ids of `text` as raw little-endian uint32 in a bytearray (for
+    /// `numpy.frombuffer`): no Python int per id.
+    fn encode_to_buffer<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyByteArray>> {
+        let ids = self.encode_interruptible(py, text, true)?;
+        id_buffer(py, &ids)
+    }
+
+    /// Encode `texts` in parallel; returns all ids concatenated and the
+    /// `len(texts) + 1` offsets of each text's ids in them (int64), both as
+    /// raw little-endian bytearrays.
+    #[pyo3(signature = (texts, num_threads=None))]
+    fn encode_batch_to_buffers<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)> {
+        let encoder = &self.inner;
+        let mut all: Vec<u32> = Vec::new();
+        let mut offsets: Vec<i64> = Vec::with_capacity(texts.len() + 1);
+        offsets.push(0);
+        for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {
+            let run = || encoder.encode_batch(group, |ids| ids);
+            let batches = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
+            py.detach(|| {
+                for ids in &batches {
+                    all.extend_from_slice(ids);
+                    offsets.push(all.len() as i64);
+                }
+            });
+            py.check_signals()?;
+        }
+        let offsets = PyByteArray::new_with(py, offsets.len() * 8, |buffer| {
+            for (chunk, offset) in buffer.chunks_exact_mut(8).zip(&offsets) {
+                chunk.copy_from_slice(&offset.to_le_bytes());
+            }
+            Ok(())
+        })?;
+        Ok((id_buffer(py, &all)?, offsets))
+    }
+
+    /// Replace the shared piece cache by an empty one of at most `bytes` (0: off).
+    fn set_cache_bytes(&self, py: Python<'_>, bytes: usize) {
+        py.detach(|| self.inner.set_cache_bytes(bytes));
+    }
+
+    /// `entries`, `bytes` (tables allocated), `capacity`, `hits`, `misses` of the shared cache.
+    fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let info = py.detach(|| self.inner.cache_info());
+        let dict = PyDict::new(py);
+        dict.set_item("entries", info.entries)?;
+        dict.set_item("bytes", info.bytes)?;
+        dict.set_item("capacity", info.capacity)?;
+        dict.set_item("hits", info.hits)?;
+        dict.set_item("misses", info.misses)?;
+        Ok(dict)
     }
 
     /// Length in characters of the longest prefix of `text` whose ids more
@@ -267,6 +334,16 @@ fn groups_by_bytes(texts: &[String], bytes: usize) -> impl Iterator<Item = &[Str
         let (group, tail) = rest.split_at(end);
         rest = tail;
         Some(group)
+    })
+}
+
+/// `ids` as little-endian uint32 in a new bytearray, written in place (one copy).
+fn id_buffer<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyByteArray>> {
+    PyByteArray::new_with(py, ids.len() * 4, |buffer| {
+        for (chunk, id) in buffer.chunks_exact_mut(4).zip(ids) {
+            chunk.copy_from_slice(&id.to_le_bytes());
+        }
+        Ok(())
     })
 }
 

@@ -10,9 +10,11 @@
 //! - `shards`: byte ranges of a big file to count or encode on other machines;
 //! - `train`: counting and the merge loop;
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
+//! - `cache`: the encoder's piece cache, kept across calls and shared by threads;
 //! - `progress`, `error`: how work reports, stops and fails.
 
 pub mod bpe;
+pub mod cache;
 pub mod charclass;
 pub mod chunking;
 pub mod encode;
