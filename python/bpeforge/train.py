@@ -61,7 +61,7 @@ def train_bpe(
     tuning knob. Neither changes the result. `min_frequency` (stop when the
     best pair occurs fewer times) and `max_token_length` (bytes) are off by
     default, which is the exact CS336 semantics. `pattern` is the
-    pre-tokenizer: "gpt2" (CS336's), "cl100k", "o200k" or a regex.
+    pre-tokenizer: "gpt2" (CS336's), "cl100k", "o200k", "llama3", "qwen2" or a regex.
     """
     result = train(
         input_path,

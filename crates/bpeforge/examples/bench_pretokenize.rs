@@ -1,0 +1,95 @@
+//! The pre-tokenizer alone, in MB/s on one core: each preset's hand-written
+//! scanner, and the same preset's regex on fancy-regex (what the presets other
+//! than gpt2 ran on before the scanners), checking that both give the same
+//! pieces.
+//!
+//! `cargo run --release --example bench_pretokenize -- FILE [--mb N] [--runs N] [--no-regex] [PRESET...]`
+//!
+//! FILE may be plain or compressed (.xz, .gz, .zst); `--mb` keeps its first N
+//! MB (cut at a char boundary), `--runs` is the number of timed scanner runs
+//! (the best is reported; fancy-regex runs once). The text is scanned whole, as
+//! one document (special tokens are text here). A mismatch with fancy-regex
+//! is reported with its first differing piece: expected only on the code
+//! points Unicode 17.0 newly assigned (see `pattern.rs`).
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Instant;
+
+use bpeforge::pattern::PRESETS;
+use bpeforge::Pattern;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut path = None;
+    let mut limit_mb: Option<f64> = None;
+    let mut runs = 5;
+    let mut with_regex = true;
+    let mut presets: Vec<String> = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--mb" => limit_mb = Some(args.next().and_then(|v| v.parse().ok()).expect("--mb N")),
+            "--runs" => runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N"),
+            "--no-regex" => with_regex = false,
+            _ if path.is_none() => path = Some(arg),
+            _ => presets.push(arg),
+        }
+    }
+    let Some(path) = path else {
+        eprintln!("usage: bench_pretokenize FILE [--mb N] [--runs N] [--no-regex] [PRESET...]");
+        std::process::exit(2);
+    };
+    if presets.is_empty() {
+        presets = PRESETS.iter().map(|(name, _)| name.to_string()).collect();
+    }
+
+    let mut bytes = Vec::new();
+    bpeforge::input::open_input(Path::new(&path)).expect("open").read_to_end(&mut bytes).expect("read");
+    if let Some(mb) = limit_mb {
+        let mut end = ((mb * 1e6) as usize).min(bytes.len());
+        while end < bytes.len() && (bytes[end] & 0xC0) == 0x80 {
+            end -= 1;
+        }
+        bytes.truncate(end);
+    }
+    let text = String::from_utf8(bytes).expect("UTF-8");
+    let mb = text.len() as f64 / 1e6;
+    println!("{path}: {mb:.1} MB, best of {runs} scanner runs");
+    println!("| preset | fancy-regex MB/s | scanner MB/s | speed-up | pieces | same pieces |");
+    println!("|---|---:|---:|---:|---:|---|");
+
+    for name in &presets {
+        let scanner = Pattern::new(name).expect("preset");
+        let source = scanner.regex_source().to_string();
+        let mut best = f64::INFINITY;
+        let mut count = 0usize;
+        for _ in 0..runs {
+            let started = Instant::now();
+            let mut n = 0usize;
+            scanner.for_each_piece(&text, |p| n += std::hint::black_box(p).len().min(1)).expect("scan");
+            best = best.min(started.elapsed().as_secs_f64());
+            count = n;
+        }
+        let scanner_speed = mb / best;
+
+        let (regex_speed, same) = if with_regex {
+            let regex = Pattern::new(&source).expect("the preset's regex compiles as a custom one");
+            let started = Instant::now();
+            let mut expected: Vec<&str> = Vec::with_capacity(count);
+            regex.for_each_piece(&text, |p| expected.push(p)).expect("regex");
+            let speed = mb / started.elapsed().as_secs_f64();
+            let mut got: Vec<&str> = Vec::with_capacity(count);
+            scanner.for_each_piece(&text, |p| got.push(p)).expect("scan");
+            let same = match got.iter().zip(&expected).position(|(a, b)| a != b) {
+                None if got.len() == expected.len() => "yes".to_string(),
+                None => format!("no: {} pieces, fancy-regex {}", got.len(), expected.len()),
+                Some(i) => format!("no: piece {i}: {:?} vs fancy-regex {:?}", got[i], expected[i]),
+            };
+            (format!("{speed:.0}"), same)
+        } else {
+            ("-".to_string(), "-".to_string())
+        };
+        let speedup = regex_speed.parse::<f64>().map_or("-".to_string(), |r| format!("{:.1}x", scanner_speed / r));
+        println!("| {name} | {regex_speed} | {scanner_speed:.0} | {speedup} | {count} | {same} |");
+    }
+}
