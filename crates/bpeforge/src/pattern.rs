@@ -138,11 +138,11 @@ impl Pattern {
     #[inline]
     pub fn for_each_piece<'t>(&self, text: &'t str, mut visit: impl FnMut(&'t str)) -> Result<(), Error> {
         match self {
-            Pattern::Gpt2 => scan::for_each_piece(text, scan::gpt2::piece_end, visit),
-            Pattern::Cl100k => scan::for_each_piece(text, scan::cl100k::cl100k_piece_end, visit),
-            Pattern::O200k => scan::for_each_piece(text, scan::o200k::piece_end, visit),
-            Pattern::Llama3 => scan::for_each_piece(text, scan::cl100k::llama3_piece_end, visit),
-            Pattern::Qwen2 => scan::for_each_piece(text, scan::cl100k::qwen2_piece_end, visit),
+            Pattern::Gpt2 => scan::for_each_piece::<scan::gpt2::Gpt2>(text, visit),
+            Pattern::Cl100k => scan::for_each_piece::<scan::cl100k::Cl100k>(text, visit),
+            Pattern::O200k => scan::for_each_piece::<scan::o200k::O200k>(text, visit),
+            Pattern::Llama3 => scan::for_each_piece::<scan::cl100k::Llama3>(text, visit),
+            Pattern::Qwen2 => scan::for_each_piece::<scan::cl100k::Qwen2>(text, visit),
             Pattern::Regex { spec, regex } => {
                 for found in regex.find_iter(text) {
                     let found = found

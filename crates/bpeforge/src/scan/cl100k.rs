@@ -30,36 +30,56 @@
 //! contraction follows; then an X char followed by a letter 2; a P char 4;
 //! a space followed by a P char 4; any other whitespace 5-8.
 
-use super::{byte_run, char_at, char_or_end, contraction_ci, digits_end, is_other, other_run, run_any, whitespace_end};
+use super::{
+    ascii_flags_at, byte_run, char_at, char_or_end, contraction_ci, digits_end, is_other, letter_run, other_run,
+    whitespace_end, Scanner,
+};
 use crate::charclass::{CR_LF, LETTER, NUMBER, SPACE};
 
 /// cl100k: digits in threes, `\s++$`.
-#[inline(always)]
-pub(crate) fn cl100k_piece_end(bytes: &[u8], start: usize) -> usize {
-    piece_end::<3, true>(bytes, start)
-}
-
+pub(crate) struct Cl100k;
 /// llama3: digits in threes, no `\s++$`.
-#[inline(always)]
-pub(crate) fn llama3_piece_end(bytes: &[u8], start: usize) -> usize {
-    piece_end::<3, false>(bytes, start)
+pub(crate) struct Llama3;
+/// qwen2: one digit a piece, no `\s++$`.
+pub(crate) struct Qwen2;
+
+impl Scanner for Cl100k {
+    #[inline(always)]
+    fn piece_end(bytes: &[u8], start: usize) -> usize {
+        piece_end::<3, true>(bytes, start)
+    }
 }
 
-/// qwen2: one digit a piece, no `\s++$`.
-#[inline(always)]
-pub(crate) fn qwen2_piece_end(bytes: &[u8], start: usize) -> usize {
-    piece_end::<1, false>(bytes, start)
+impl Scanner for Llama3 {
+    #[inline(always)]
+    fn piece_end(bytes: &[u8], start: usize) -> usize {
+        piece_end::<3, false>(bytes, start)
+    }
+}
+
+impl Scanner for Qwen2 {
+    #[inline(always)]
+    fn piece_end(bytes: &[u8], start: usize) -> usize {
+        piece_end::<1, false>(bytes, start)
+    }
 }
 
 /// End (exclusive) of the piece that starts at byte `start`: `DIGITS` is the
 /// longest digit piece, `WHOLE_AT_END` whether the pattern has `\s++$`.
 #[inline(always)]
 fn piece_end<const DIGITS: usize, const WHOLE_AT_END: bool>(bytes: &[u8], start: usize) -> usize {
+    // The common cases first, ASCII only: a word, or a space and a word (2).
+    if ascii_flags_at(bytes, start) & LETTER != 0 {
+        return letter_run(bytes, start + 1);
+    }
+    if bytes[start] == b' ' && ascii_flags_at(bytes, start + 1) & LETTER != 0 {
+        return letter_run(bytes, start + 2);
+    }
     let (first, first_len) = char_at(bytes, start);
     let next = start + first_len;
     // A letter or a number is no apostrophe and no X: 2 or 3 at once.
     if first & LETTER != 0 {
-        return run_any(bytes, next, LETTER);
+        return letter_run(bytes, next);
     }
     if first & NUMBER != 0 {
         return digits_end::<DIGITS>(bytes, next);
@@ -72,7 +92,7 @@ fn piece_end<const DIGITS: usize, const WHOLE_AT_END: bool>(bytes: &[u8], start:
     }
     let (second, second_len) = char_or_end(bytes, next);
     if first & CR_LF == 0 && second & LETTER != 0 {
-        return run_any(bytes, next + second_len, LETTER);
+        return letter_run(bytes, next + second_len);
     }
     if first & SPACE == 0 {
         return byte_run(bytes, other_run(bytes, next), b"\r\n");

@@ -9,13 +9,29 @@
 //!    none of them either, so the whitespace alternatives decide.
 //! 5-6. `\s+(?!\S)|\s+`: see `whitespace_end` (no newline rule, no `$`).
 
-use super::{char_at, other_run, run_any, whitespace_end};
+use super::{ascii_flags_at, char_at, letter_run, number_run, other_run, whitespace_end};
 use crate::charclass::{LETTER, NUMBER, SPACE};
+
+pub(crate) struct Gpt2;
+
+impl super::Scanner for Gpt2 {
+    #[inline(always)]
+    fn piece_end(bytes: &[u8], start: usize) -> usize {
+        piece_end(bytes, start)
+    }
+}
 
 /// End (exclusive) of the piece that starts at byte `start`.
 #[inline(always)]
 pub(crate) fn piece_end(bytes: &[u8], start: usize) -> usize {
     let first = bytes[start];
+    // The common cases first, ASCII only: a word, or a space and a word.
+    if ascii_flags_at(bytes, start) & LETTER != 0 {
+        return letter_run(bytes, start + 1);
+    }
+    if first == b' ' && ascii_flags_at(bytes, start + 1) & LETTER != 0 {
+        return letter_run(bytes, start + 2);
+    }
     if first == b'\'' {
         if let Some(len) = contraction_len(&bytes[start + 1..]) {
             return start + 1 + len;
@@ -25,10 +41,10 @@ pub(crate) fn piece_end(bytes: &[u8], start: usize) -> usize {
     if body < bytes.len() {
         let (f, len) = char_at(bytes, body);
         if f & LETTER != 0 {
-            return run_any(bytes, body + len, LETTER);
+            return letter_run(bytes, body + len);
         }
         if f & NUMBER != 0 {
-            return run_any(bytes, body + len, NUMBER);
+            return number_run(bytes, body + len);
         }
         if f & SPACE == 0 {
             return other_run(bytes, body + len);

@@ -28,19 +28,22 @@ pub(crate) mod cl100k;
 pub(crate) mod gpt2;
 pub(crate) mod o200k;
 
-use crate::charclass::{flags_beyond_ascii, Flags, ASCII, CR_LF, LETTER, NUMBER, SPACE};
+use crate::charclass::{flags_beyond_ascii, Flags, ASCII, CR_LF, LETTER, LOWER, NUMBER, SPACE};
 
-/// Call `visit` with each piece of `text`, the pieces given by `piece_end`.
+/// One preset's scanner.
+pub(crate) trait Scanner {
+    /// End (exclusive) of the piece that starts at byte `start` of `bytes`
+    /// (valid UTF-8, `start` a char boundary before its end).
+    fn piece_end(bytes: &[u8], start: usize) -> usize;
+}
+
+/// Call `visit` with each piece of `text` as scanner `S` splits it.
 #[inline(always)]
-pub(crate) fn for_each_piece<'t>(
-    text: &'t str,
-    piece_end: impl Fn(&[u8], usize) -> usize,
-    mut visit: impl FnMut(&'t str),
-) {
+pub(crate) fn for_each_piece<'t, S: Scanner>(text: &'t str, mut visit: impl FnMut(&'t str)) {
     let bytes = text.as_bytes();
     let mut pos = 0;
     while pos < bytes.len() {
-        let end = piece_end(bytes, pos);
+        let end = S::piece_end(bytes, pos);
         debug_assert!(end > pos && text.is_char_boundary(end));
         visit(&text[pos..end]);
         pos = end;
@@ -100,25 +103,106 @@ pub(crate) fn is_other(f: Flags) -> bool {
     f & (LETTER | NUMBER | SPACE) == 0
 }
 
-/// End of the run, from byte `i`, of chars that have any of the `mask` flags.
+/// The flags of each byte as a char: those of ASCII, none for the bytes of
+/// multi-byte chars (check `b < 0x80` before trusting a 0).
+static BYTE: [Flags; 256] = {
+    let mut table = [0; 256];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = ASCII[b];
+        b += 1;
+    }
+    table
+};
+
+/// Flags of byte `i` if it is an ASCII char, else 0 (also past the end).
 #[inline(always)]
-pub(crate) fn run_any(bytes: &[u8], mut i: usize, mask: Flags) -> usize {
-    while i < bytes.len() {
-        let b = bytes[i];
+pub(crate) fn ascii_flags_at(bytes: &[u8], i: usize) -> Flags {
+    bytes.get(i).map_or(0, |&b| BYTE[b as usize])
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Eight bytes as a little-endian word, so byte k of the text is byte k of it.
+#[inline(always)]
+fn word_at(bytes: &[u8], i: usize) -> Option<u64> {
+    bytes.get(i..i + 8).map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()))
+}
+
+/// SWAR: the high bit of each byte of `x` that is in `lo..=hi` (both ASCII);
+/// a byte of 0x80 or above never. No carry crosses bytes: the sums below
+/// stay under 0x100 for 7-bit values.
+#[inline(always)]
+fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    let low7 = x & !HIGHS;
+    let at_least_lo = low7.wrapping_add(ONES * (0x80 - lo as u64));
+    let above_hi = low7.wrapping_add(ONES * (0x7F - hi as u64));
+    at_least_lo & !above_hi & !x & HIGHS
+}
+
+/// `in_range` for ASCII letters of either case.
+#[inline(always)]
+fn ascii_letters(x: u64) -> u64 {
+    in_range(x | (ONES * 0x20), b'a', b'z')
+}
+
+/// `in_range` for ASCII lower-case letters.
+#[inline(always)]
+fn ascii_lower(x: u64) -> u64 {
+    in_range(x, b'a', b'z')
+}
+
+/// End of the run, from byte `i`, of chars that have any of the `mask` flags.
+/// `swar` marks those of eight bytes that are in the run: exactly the ASCII
+/// bytes with a `mask` flag (never a byte of a multi-byte char, which the
+/// char-by-char path then decides).
+#[inline(always)]
+fn run_of(bytes: &[u8], mut i: usize, mask: Flags, swar: impl Fn(u64) -> u64) -> usize {
+    loop {
+        while let Some(x) = word_at(bytes, i) {
+            let stop = !swar(x) & HIGHS;
+            if stop != 0 {
+                i += (stop.trailing_zeros() / 8) as usize;
+                if x & stop & stop.wrapping_neg() == 0 {
+                    return i; // an ASCII byte out of the run (`swar` is exact on ASCII)
+                }
+                break;
+            }
+            i += 8;
+        }
+        let Some(&b) = bytes.get(i) else { return i };
         if b < 0x80 {
             if ASCII[b as usize] & mask == 0 {
-                break;
+                return i;
             }
             i += 1;
         } else {
             let (f, len) = non_ascii_at(bytes, i);
             if f & mask == 0 {
-                break;
+                return i;
             }
             i += len;
         }
     }
-    i
+}
+
+/// End of the run of `\p{L}` chars from byte `i`.
+#[inline(always)]
+pub(crate) fn letter_run(bytes: &[u8], i: usize) -> usize {
+    run_of(bytes, i, LETTER, ascii_letters)
+}
+
+/// End of the run of o200k's W chars (`[\p{Ll}\p{Lm}\p{Lo}\p{M}]`) from byte `i`.
+#[inline(always)]
+pub(crate) fn lower_run(bytes: &[u8], i: usize) -> usize {
+    run_of(bytes, i, LOWER, ascii_lower)
+}
+
+/// End of the run of `\p{N}` chars from byte `i`.
+#[inline(always)]
+pub(crate) fn number_run(bytes: &[u8], i: usize) -> usize {
+    run_of(bytes, i, NUMBER, |x| in_range(x, b'0', b'9'))
 }
 
 /// End of the run, from byte `i`, of `[^\s\p{L}\p{N}]` chars.
@@ -240,6 +324,18 @@ pub(crate) fn whitespace_end<const NEWLINES: bool, const WHOLE_AT_END: bool>(byt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swar_ranges_equal_the_byte_tests() {
+        for b in 0..=255u8 {
+            let x = u64::from_le_bytes([b'a', b, b'Z', b, 0x80, b, b'5', b]);
+            let marked = |mask: u64| (0..8).map(|k| mask >> (8 * k + 7) & 1 == 1).collect::<Vec<_>>();
+            let expect = |f: fn(u8) -> bool| [b'a', b, b'Z', b, 0x80, b, b'5', b].map(f).to_vec();
+            assert_eq!(marked(ascii_letters(x)), expect(|c| c.is_ascii_alphabetic()), "{b:#x}");
+            assert_eq!(marked(ascii_lower(x)), expect(|c| c.is_ascii_lowercase()), "{b:#x}");
+            assert_eq!(marked(in_range(x, b'0', b'9')), expect(|c| c.is_ascii_digit()), "{b:#x}");
+        }
+    }
 
     #[test]
     fn contractions_fold_case_as_regex_does() {

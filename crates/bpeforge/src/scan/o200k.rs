@@ -43,12 +43,36 @@
 //! with slashes too; and the whitespace alternatives as llama3's (`\s*[\r\n]+`
 //! up to the last CR/LF of the run, no `\s++$`, see `whitespace_end`).
 
-use super::{byte_run, char_or_end, contraction_ci, digits_end, is_other, other_run, run_any, whitespace_end};
+use super::{
+    ascii_flags_at, byte_run, char_or_end, contraction_ci, digits_end, is_other, lower_run, other_run, whitespace_end,
+};
 use crate::charclass::{Flags, CR_LF, LETTER, LOWER, NUMBER, SPACE, UPPER};
+
+pub(crate) struct O200k;
+
+impl super::Scanner for O200k {
+    #[inline(always)]
+    fn piece_end(bytes: &[u8], start: usize) -> usize {
+        piece_end(bytes, start)
+    }
+}
 
 /// End (exclusive) of the piece that starts at byte `start`.
 #[inline(always)]
 pub(crate) fn piece_end(bytes: &[u8], start: usize) -> usize {
+    // The common cases first, ASCII only: a word, or a space and a word.
+    let ascii = ascii_flags_at(bytes, start);
+    if ascii & LETTER != 0 {
+        let end = case_run(bytes, start, ascii, 1).unwrap_or_else(|upper_end| upper_end);
+        return end + contraction_ci(bytes, end);
+    }
+    if bytes[start] == b' ' {
+        let second = ascii_flags_at(bytes, start + 1);
+        if second & LETTER != 0 {
+            let end = case_run(bytes, start + 1, second, 1).unwrap_or_else(|upper_end| upper_end);
+            return end + contraction_ci(bytes, end);
+        }
+    }
     let (first, first_len) = super::char_at(bytes, start);
     let next = start + first_len;
     if first & LETTER != 0 {
@@ -98,7 +122,7 @@ fn case_run(bytes: &[u8], q: usize, mut f: Flags, mut len: usize) -> Result<usiz
         (f, len) = char_or_end(bytes, i);
     }
     if f & LOWER != 0 {
-        return Ok(run_any(bytes, i + len, LOWER));
+        return Ok(lower_run(bytes, i + len));
     }
     if after_uncased != 0 {
         Ok(after_uncased)
