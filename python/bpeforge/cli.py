@@ -100,7 +100,9 @@ def _special_tokens(args: argparse.Namespace) -> list[str]:
 def _add_input_options(cmd: argparse.ArgumentParser) -> None:
     """Where documents come from and how they are split: the same for `train` and `count`."""
     cmd.add_argument(
-        "--pattern", default="gpt2", help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k, llama3, qwen2 or a custom regex"
+        "--pattern",
+        default="gpt2",
+        help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k, llama3, qwen2 or a custom regex",
     )
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
     cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
