@@ -68,8 +68,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let Ok(text) = std::str::from_utf8(data) else { return };
     let gpt2: Vec<&str> = Gpt2Splitter::new(text).collect();
-    let agreed: String =
-        text.chars().filter(|&c| !NEWER_IN_UNICODE_17.iter().any(|&(lo, hi)| (lo..=hi).contains(&(c as u32)))).collect();
+    let agreed: String = text
+        .chars()
+        .filter(|&c| !NEWER_IN_UNICODE_17.iter().any(|&(lo, hi)| (lo..=hi).contains(&(c as u32))))
+        .collect();
 
     for (scanner, regex) in presets() {
         let name = scanner.spec();
@@ -102,8 +104,7 @@ fn check_split_points(scanner: &Pattern, text: &str, whole: &[&str]) {
     let step = splits.len().div_ceil(MAX_CHECKED_SPLITS).max(1);
     for &pos in splits.iter().step_by(step).chain(splits.last()) {
         assert!(text.is_char_boundary(pos), "{name}: split point {pos} inside a char");
-        let index =
-            ends.binary_search(&pos).unwrap_or_else(|_| panic!("{name}: split point {pos} is inside a piece"));
+        let index = ends.binary_search(&pos).unwrap_or_else(|_| panic!("{name}: split point {pos} is inside a piece"));
         assert_eq!(pieces(scanner, &text[..pos]), whole[..index], "{name}: left of split point {pos}");
         assert_eq!(pieces(scanner, &text[pos..]), whole[index..], "{name}: right of split point {pos}");
     }
