@@ -40,13 +40,16 @@ pub(crate) trait Scanner {
 /// Call `visit` with each piece of `text` as scanner `S` splits it.
 #[inline(always)]
 pub(crate) fn for_each_piece<'t, S: Scanner>(text: &'t str, mut visit: impl FnMut(&'t str)) {
-    let bytes = text.as_bytes();
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let end = S::piece_end(bytes, pos);
-        debug_assert!(end > pos && text.is_char_boundary(end));
-        visit(&text[pos..end]);
-        pos = end;
+    // Scanning the rest of the text from its start, rather than the whole
+    // text from an offset, leaves one char-boundary check a piece (in
+    // `split_at`) and lets the scanner's index arithmetic start at 0.
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = S::piece_end(rest.as_bytes(), 0);
+        debug_assert!(end > 0);
+        let (piece, tail) = rest.split_at(end);
+        visit(piece);
+        rest = tail;
     }
 }
 
@@ -158,14 +161,29 @@ fn ascii_lower(x: u64) -> u64 {
 /// bytes with a `mask` flag (never a byte of a multi-byte char, which the
 /// char-by-char path then decides).
 #[inline(always)]
-fn run_of(bytes: &[u8], mut i: usize, mask: Flags, swar: impl Fn(u64) -> u64) -> usize {
+fn run_of(bytes: &[u8], i: usize, mask: Flags, swar: impl Fn(u64) -> u64) -> usize {
+    run_then(bytes, i, mask, swar, |end, _| end)
+}
+
+/// `run_of`, then `at_ascii(end, byte)` where the run stops at an ASCII byte
+/// (which the run has just read: no second load of it).
+#[inline(always)]
+fn run_then(
+    bytes: &[u8],
+    mut i: usize,
+    mask: Flags,
+    swar: impl Fn(u64) -> u64,
+    at_ascii: impl Fn(usize, u8) -> usize,
+) -> usize {
     loop {
         while let Some(x) = word_at(bytes, i) {
             let stop = !swar(x) & HIGHS;
             if stop != 0 {
-                i += (stop.trailing_zeros() / 8) as usize;
+                let k = stop.trailing_zeros() / 8;
+                i += k as usize;
                 if x & stop & stop.wrapping_neg() == 0 {
-                    return i; // an ASCII byte out of the run (`swar` is exact on ASCII)
+                    // An ASCII byte out of the run (`swar` is exact on ASCII).
+                    return at_ascii(i, (x >> (8 * k)) as u8);
                 }
                 break;
             }
@@ -174,7 +192,7 @@ fn run_of(bytes: &[u8], mut i: usize, mask: Flags, swar: impl Fn(u64) -> u64) ->
         let Some(&b) = bytes.get(i) else { return i };
         if b < 0x80 {
             if ASCII[b as usize] & mask == 0 {
-                return i;
+                return at_ascii(i, b);
             }
             i += 1;
         } else {
@@ -187,16 +205,17 @@ fn run_of(bytes: &[u8], mut i: usize, mask: Flags, swar: impl Fn(u64) -> u64) ->
     }
 }
 
+/// End of the run of o200k's W chars from byte `i`, and of the contraction
+/// right after it if any (`(?i:'s|'t|'re|'ve|'m|'ll|'d)?`).
+#[inline(always)]
+pub(crate) fn lower_run_and_contraction(bytes: &[u8], i: usize) -> usize {
+    run_then(bytes, i, LOWER, ascii_lower, |end, b| if b == b'\'' { end + contraction_ci(bytes, end) } else { end })
+}
+
 /// End of the run of `\p{L}` chars from byte `i`.
 #[inline(always)]
 pub(crate) fn letter_run(bytes: &[u8], i: usize) -> usize {
     run_of(bytes, i, LETTER, ascii_letters)
-}
-
-/// End of the run of o200k's W chars (`[\p{Ll}\p{Lm}\p{Lo}\p{M}]`) from byte `i`.
-#[inline(always)]
-pub(crate) fn lower_run(bytes: &[u8], i: usize) -> usize {
-    run_of(bytes, i, LOWER, ascii_lower)
 }
 
 /// End of the run of `\p{N}` chars from byte `i`.

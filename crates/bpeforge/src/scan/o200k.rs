@@ -44,7 +44,8 @@
 //! up to the last CR/LF of the run, no `\s++$`, see `whitespace_end`).
 
 use super::{
-    ascii_flags_at, byte_run, char_or_end, contraction_ci, digits_end, is_other, lower_run, other_run, whitespace_end,
+    ascii_flags_at, byte_run, char_or_end, contraction_ci, digits_end, is_other, lower_run_and_contraction, other_run,
+    whitespace_end,
 };
 use crate::charclass::{Flags, CR_LF, LETTER, LOWER, NUMBER, SPACE, UPPER};
 
@@ -63,21 +64,18 @@ pub(crate) fn piece_end(bytes: &[u8], start: usize) -> usize {
     // The common cases first, ASCII only: a word, or a space and a word.
     let ascii = ascii_flags_at(bytes, start);
     if ascii & LETTER != 0 {
-        let end = case_run(bytes, start, ascii, 1).unwrap_or_else(|upper_end| upper_end);
-        return end + contraction_ci(bytes, end);
+        return word(bytes, start, ascii, 1, None);
     }
     if bytes[start] == b' ' {
         let second = ascii_flags_at(bytes, start + 1);
         if second & LETTER != 0 {
-            let end = case_run(bytes, start + 1, second, 1).unwrap_or_else(|upper_end| upper_end);
-            return end + contraction_ci(bytes, end);
+            return word(bytes, start + 1, second, 1, None);
         }
     }
     let (first, first_len) = super::char_at(bytes, start);
     let next = start + first_len;
     if first & LETTER != 0 {
-        let end = case_run(bytes, start, first, first_len).unwrap_or_else(|upper_end| upper_end);
-        return end + contraction_ci(bytes, end);
+        return word(bytes, start, first, first_len, None);
     }
     if first & NUMBER != 0 {
         return digits_end::<3>(bytes, next);
@@ -87,15 +85,10 @@ pub(crate) fn piece_end(bytes: &[u8], start: usize) -> usize {
         let (second, second_len) = char_or_end(bytes, next);
         let is_mark = first & (UPPER | LOWER) != 0;
         if second & (UPPER | LOWER) != 0 {
-            let end = match case_run(bytes, next, second, second_len) {
-                Ok(end) => end,
-                Err(_) if is_mark => next,
-                Err(upper_end) => upper_end,
-            };
-            return end + contraction_ci(bytes, end);
+            return word(bytes, next, second, second_len, is_mark.then_some(next));
         }
         if is_mark {
-            return next + contraction_ci(bytes, next);
+            return with_contraction(bytes, next);
         }
         if first & SPACE == 0 {
             return byte_run(bytes, other_run(bytes, next), b"\r\n/");
@@ -107,9 +100,28 @@ pub(crate) fn piece_end(bytes: &[u8], start: usize) -> usize {
     whitespace_end::<true, false>(bytes, start)
 }
 
-/// `U*W+` from byte `q`, whose char (flags `f`, length `len`) is U or W:
-/// `Ok(end)` where it matches (branch 1), else `Err(end of the U run)`
-/// (branch 2's match, when not empty).
+/// Branch 1 or 2 from byte `q`, whose char (flags `f`, length `len`) is U or
+/// W, with its contraction. Where branch 1 fails from `q`, the piece ends at
+/// `mark_end` if given (a mark first, alone: branch 1 without the optional
+/// X), else at the end of the U run (branch 2).
+#[inline(always)]
+fn word(bytes: &[u8], q: usize, f: Flags, len: usize, mark_end: Option<usize>) -> usize {
+    match case_run(bytes, q, f, len) {
+        Ok(end) => end,
+        Err(upper_end) => with_contraction(bytes, mark_end.unwrap_or(upper_end)),
+    }
+}
+
+/// `end`, or the end of the contraction that starts there.
+#[inline(always)]
+fn with_contraction(bytes: &[u8], end: usize) -> usize {
+    end + contraction_ci(bytes, end)
+}
+
+/// `U*W+C?` from byte `q`, whose char (flags `f`, length `len`) is U or W:
+/// `Ok(end)` where `U*W+` matches (branch 1; the end is after the
+/// contraction, if any), else `Err(end of the U run)` (branch 2's match
+/// before its contraction, when not empty).
 #[inline(always)]
 fn case_run(bytes: &[u8], q: usize, mut f: Flags, mut len: usize) -> Result<usize, usize> {
     let mut i = q;
@@ -122,10 +134,10 @@ fn case_run(bytes: &[u8], q: usize, mut f: Flags, mut len: usize) -> Result<usiz
         (f, len) = char_or_end(bytes, i);
     }
     if f & LOWER != 0 {
-        return Ok(lower_run(bytes, i + len));
+        return Ok(lower_run_and_contraction(bytes, i + len));
     }
     if after_uncased != 0 {
-        Ok(after_uncased)
+        Ok(with_contraction(bytes, after_uncased))
     } else {
         Err(i)
     }
