@@ -8,22 +8,22 @@
 //!
 //! Alternative by alternative, with X = `[^\r\n\p{L}\p{N}]` and
 //! P = `[^\s\p{L}\p{N}]`:
-//! 1. The contractions, case-insensitive: the same set in both spellings
-//!    (`contraction_ci`). Only an apostrophe starts one.
-//! 2. `X?+\p{L}++` / `X?\p{L}+`: a letter run, with one X char before it.
-//!    Possessive or not, the same: if the first char is X, taking it is the
-//!    only way to match (X has no letters); otherwise the run starts at the
-//!    first char. So: a letter first, or an X first and a letter second.
-//!    X includes spaces other than CR/LF (tab, U+3000, ...) and marks.
-//! 3. `\p{N}{1,3}` (`\p{N}` for qwen2): nothing follows it, so greedy.
-//! 4. ` ?P+[\r\n]*`: a P char first, or U+0020 then a P char; the P run, then
-//!    any CR/LF after it (greedy is the first success: nothing follows).
-//! 5. cl100k only, `\s++$`: a whitespace run that reaches the end of the
-//!    text is one piece.
-//! 6. `\s*[\r\n]` / `\s*[\r\n]+`: up to the run's last CR/LF (both spellings
-//!    give the same piece, see `whitespace_end`).
-//! 7-8. `\s+(?!\S)`, then `\s` / `\s+`: a run before a non-space char gives
-//!    its last char to the next piece; a run of one char is itself.
+//! - (1) The contractions, case-insensitive: the same set in both spellings
+//!   (`contraction_ci`). Only an apostrophe starts one.
+//! - (2) `X?+\p{L}++` / `X?\p{L}+`: a letter run, with one X char before it.
+//!   Possessive or not, the same: if the first char is X, taking it is the
+//!   only way to match (X has no letters); otherwise the run starts at the
+//!   first char. So: a letter first, or an X first and a letter second.
+//!   X includes spaces other than CR/LF (tab, U+3000, ...) and marks.
+//! - (3) `\p{N}{1,3}` (`\p{N}` for qwen2): nothing follows it, so greedy.
+//! - (4) ` ?P+[\r\n]*`: a P char first, or U+0020 then a P char; the P run, then
+//!   any CR/LF after it (greedy is the first success: nothing follows).
+//! - (5) cl100k only, `\s++$`: a whitespace run that reaches the end of the
+//!   text is one piece.
+//! - (6) `\s*[\r\n]` / `\s*[\r\n]+`: up to the run's last CR/LF (both spellings
+//!   give the same piece, see `whitespace_end`).
+//! - (7-8) `\s+(?!\S)`, then `\s` / `\s+`: a run before a non-space char gives
+//!   its last char to the next piece; a run of one char is itself.
 //!
 //! Which alternative applies is decided by the first char, the second, and for
 //! whitespace the run: a letter starts 2; a number 3; an apostrophe 1 if a

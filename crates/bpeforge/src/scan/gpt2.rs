@@ -1,13 +1,13 @@
 //! GPT-2's pattern:
 //! `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //!
-//! 1. `'(?:[sdmt]|ll|ve|re)`: lower-case only, tried first.
-//! 2-4. ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional U+0020, then
-//!    a run of one class. The class of the char after the optional space picks
-//!    the alternative; if that char is whitespace (or the text ends), none
-//!    matches with the space, and without it the space (whitespace) starts
-//!    none of them either, so the whitespace alternatives decide.
-//! 5-6. `\s+(?!\S)|\s+`: see `whitespace_end` (no newline rule, no `$`).
+//! - (1) `'(?:[sdmt]|ll|ve|re)`: lower-case only, tried first.
+//! - (2-4) ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional U+0020,
+//!   then a run of one class. The class of the char after the optional space
+//!   picks the alternative; if that char is whitespace (or the text ends),
+//!   none matches with the space, and without it the space (whitespace)
+//!   starts none of them either, so the whitespace alternatives decide.
+//! - (5-6) `\s+(?!\S)|\s+`: see `whitespace_end` (no newline rule, no `$`).
 
 use super::{ascii_flags_at, char_at, letter_run, number_run, other_run, whitespace_end};
 use crate::charclass::{LETTER, NUMBER, SPACE};
