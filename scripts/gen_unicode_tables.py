@@ -1,10 +1,11 @@
 """Generate crates/bpeforge/src/unicode_tables.rs from the Python `regex` package.
 
-The GPT-2 pattern is defined by the semantics of `regex` (DESIGN §1.1.2), so the
-character classes our scanner uses are read off `regex` itself rather than from
-a separate Unicode database: `\\p{L}`, `\\p{N}` and `\\s` then agree with the
-reference for every code point by construction, whatever Unicode version it has.
-`tests/test_pretokenize.py` re-checks every code point against the installed
+The preset patterns are defined by the semantics of `regex` (DESIGN §1.1.2), so
+the character classes our scanners use are read off `regex` itself rather than
+from a separate Unicode database: `\\p{L}`, `\\p{N}`, `\\s` and o200k's two
+case classes then agree with the reference for every code point by
+construction, whatever Unicode version it has. `tests/test_pretokenize.py` and
+`tests/test_scanners.py` re-check every code point against the installed
 `regex`, so a drift after upgrading `regex` fails loudly.
 
 Run: python scripts/gen_unicode_tables.py > crates/bpeforge/src/unicode_tables.rs
@@ -12,7 +13,15 @@ Run: python scripts/gen_unicode_tables.py > crates/bpeforge/src/unicode_tables.r
 
 import regex
 
-CLASSES = {"LETTER": r"\p{L}", "NUMBER": r"\p{N}", "WHITESPACE": r"\s"}
+CLASSES = {
+    "LETTER": r"\p{L}",
+    "NUMBER": r"\p{N}",
+    "WHITESPACE": r"\s",
+    # o200k tells an upper-case-ish run from a lower-case-ish one; modifier and
+    # other letters (Lm, Lo) and marks (M) are in both.
+    "UPPER_OR_UNCASED": r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]",
+    "LOWER_OR_UNCASED": r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]",
+}
 
 
 def ranges(pattern: str) -> list[tuple[int, int]]:

@@ -1,4 +1,4 @@
-"""Pre-tokenizer presets (issue 4, item 2): "gpt2", "cl100k", "o200k" and custom regexes.
+"""Pre-tokenizer presets (issues 4 and 12): "gpt2", "cl100k", "o200k", "llama3", "qwen2" and custom regexes.
 
 Each preset must split exactly as `regex.findall` with its regex from
 `bpeforge.PATTERNS` (random text and the shared multilingual corpus); training
@@ -7,12 +7,14 @@ regex; encoding with a preset must give tiktoken's ids. The multilingual corpus
 tests need BPEFORGE_TEST_DATA (the shared data directory holding `corpora/`);
 the tiktoken tests need `tiktoken`. Each is skipped, saying why, without it.
 
-Unicode versions. "gpt2" runs on bpeforge's own scanner; the other presets and
-custom regexes run on the Rust `fancy-regex` crate, whose character classes come
-from `regex-syntax` 0.8.11: Unicode 16.0. The Python `regex` package (2026.5.9)
-has Unicode 17.0, and Python's own `unicodedata` (3.11) is Unicode 14.0. Probed
-over all 1,112,064 code points (each class of the presets through a custom
-pattern such as r"\\p{Lo}", and each preset in several contexts):
+Unicode versions. Every preset runs on a hand-written scanner whose character
+classes are generated from the Python `regex` package (2026.5.9, Unicode 17.0),
+so the presets agree with `regex` on every code point
+(`tests/test_scanners.py` checks them all). Custom regexes run on the Rust
+`fancy-regex` crate, whose classes come from `regex-syntax` 0.8.11: Unicode
+16.0, as do tiktoken's (0.14, fancy-regex too). Python's own `unicodedata`
+(3.11) is Unicode 14.0. Probed over all 1,112,064 code points (each class of
+the presets through a custom pattern such as r"\\p{Lo}"):
 
 - Unicode 17.0 added 4,803 characters: `regex` assigns them, Rust has them
   as \\p{Cn}. 4,699 of them are in a class the presets use (4,644 L, among
@@ -22,19 +24,19 @@ pattern such as r"\\p{Lo}", and each preset in several contexts):
   FRICATIVE, Ll up to Unicode 16.0 and Lo from 17.0 (a letter for both; no
   preset splits it differently). So Rust and `regex` class 4,700 code points
   differently; \\s agrees everywhere and nothing else differs.
-- At the preset level this shows on 4,657 code points for cl100k and 4,699 for
-  o200k ("a" + U+323B0 + "a" is one piece for `regex` but three for Rust),
-  all of them among those 4,700; "gpt2" agrees with `regex` on every code point.
+- A preset's regex on fancy-regex (a custom pattern, or tiktoken) splits 4,657
+  of them differently from `regex` for cl100k and 4,699 for o200k ("a" +
+  U+323B0 + "a" is one piece for `regex` but three for Rust). The presets
+  follow `regex` there, so their ids differ from tiktoken's on exactly these
+  code points (`test_preset_ids_differ_from_tiktoken_only_where_unicode_versions_do`).
 - All 4,803 are unassigned (Cn) in Python's `unicodedata` 14.0, which
   Hypothesis uses; Unicode 15.0-16.0 (10,301 more code points) both sides know.
-- tiktoken (0.14) splits them as bpeforge does (it runs fancy-regex too).
 
-So the random text here leaves out exactly the code points on which the two
-tables disagree, computed at run time (the 4,700).
+So the random text here, which is also compared with tiktoken and run through
+custom regexes, leaves out exactly the code points on which the two tables
+disagree, computed at run time (the 4,700);
 `test_unicode_tables_differ_only_where_the_unicode_versions_do` pins down that
-this set is no more than the above, and
-`test_presets_equal_regex_on_every_other_code_point` that nothing else splits
-differently.
+this set is no more than the above.
 """
 
 from __future__ import annotations
@@ -76,8 +78,8 @@ from reference_trainer import (
 )
 
 PATTERNS = dict(bpeforge.PATTERNS)
-PRESETS = ["gpt2", "cl100k", "o200k"]
-REGEX_PRESETS = ["cl100k", "o200k"]  # the presets that run on fancy-regex
+PRESETS = ["gpt2", "cl100k", "o200k", "llama3", "qwen2"]
+OTHER_PRESETS = ["cl100k", "o200k", "llama3", "qwen2"]  # cut before spaces and tabs only, unlike gpt2
 COMPILED = {name: regex.compile(PATTERNS[name]) for name in PRESETS}
 SPECIAL = "<|endoftext|>"
 
@@ -197,25 +199,8 @@ def test_unicode_tables_differ_only_where_the_unicode_versions_do():
     assert not any(r"\s" in classes for classes in disagreements.values())
 
 
-# Each code point in contexts that exercise the presets' rules: letters on
-# both sides and case changes (o200k), a leading space before it, digits after
-# it, contractions after an apostrophe, punctuation runs before newlines.
-CODE_POINT_TEMPLATE = "A{c}b {c}1'{c}\n"
-
-
-@functools.cache
-def code_points_to_split() -> list[str]:
-    """Every code point on which the tables agree, except that of those unassigned
-    for both (no class, no case) one in 64 stands for the rest."""
-    text = all_code_points()
-    unassigned = set(regex.findall(r"\p{Cn}", text)) & rust_matches(text, r"\p{Cn}", marker="a")
-    return [ch for i, ch in enumerate(text) if agreed(ch) and (ch not in unassigned or i % 64 == 0)]
-
-
-@pytest.mark.parametrize("preset", REGEX_PRESETS)
-def test_presets_equal_regex_on_every_other_code_point(preset):
-    # One big string: a single call checks all the agreed code points.
-    assert_same_split("".join(CODE_POINT_TEMPLATE.format(c=ch) for ch in code_points_to_split()), preset)
+# Every code point, the new ones of Unicode 17.0 included, in several contexts
+# for each preset: tests/test_scanners.py.
 
 
 # --------------------------------------------------------------------------
@@ -489,7 +474,7 @@ def generated_corpus(draw) -> tuple[list[str], list[str]]:
     return draw(split_across_files(text), label="files"), specials
 
 
-@pytest.mark.parametrize("preset", REGEX_PRESETS)
+@pytest.mark.parametrize("preset", OTHER_PRESETS)
 @TRAINING
 @given(data=st.data())
 def test_generated_corpora_equal_the_oracle(tmp_path_factory, preset, data):
@@ -516,7 +501,7 @@ def assert_same_for_every_chunk_size_and_thread_count(
             assert result == expected, f"{pattern}: num_threads={threads}, chunk_size={chunk_size}"
 
 
-@pytest.mark.parametrize("pattern", REGEX_PRESETS)
+@pytest.mark.parametrize("pattern", OTHER_PRESETS)
 @pytest.mark.parametrize("specials", [[SPECIAL], []])
 def test_chunk_size_and_threads_do_not_change_preset_training(tmp_path, pattern, specials):
     # The presets are cut before spaces and tabs that follow a non-space, but
@@ -528,7 +513,7 @@ def test_chunk_size_and_threads_do_not_change_preset_training(tmp_path, pattern,
     assert_same_for_every_chunk_size_and_thread_count(paths, 400, specials, pattern)
 
 
-@pytest.mark.parametrize("pattern", REGEX_PRESETS)
+@pytest.mark.parametrize("pattern", OTHER_PRESETS)
 @MATRIX
 @given(data=st.data())
 def test_chunk_size_and_threads_do_not_change_preset_training_on_generated_corpora(tmp_path_factory, pattern, data):
@@ -548,7 +533,7 @@ def tiktoken():
     return pytest.importorskip("tiktoken", reason="tiktoken is not installed (pip install tiktoken)")
 
 
-@pytest.fixture(scope="module", params=REGEX_PRESETS)
+@pytest.fixture(scope="module", params=OTHER_PRESETS)
 def preset_pair(request, tmp_path_factory, tiktoken):
     """A tokenizer trained with the preset on ~300 KB, and tiktoken's Encoding over its saved ranks."""
     from tiktoken.load import load_tiktoken_bpe
@@ -607,11 +592,18 @@ def test_preset_ids_equal_tiktoken_on_multilingual_corpus(preset_pair, part):
     assert_same_ids(*preset_pair, multilingual_parts()[part][:1_000_000])
 
 
-def test_preset_ids_equal_tiktoken_where_regex_disagrees(preset_pair):
-    # tiktoken runs fancy-regex too: on the code points Python's regex classes
-    # otherwise (Unicode 17.0), bpeforge still gives tiktoken's ids.
+def test_preset_ids_differ_from_tiktoken_only_where_unicode_versions_do(preset_pair):
+    # tiktoken runs fancy-regex (Unicode 16.0 tables): on the code points that
+    # Unicode 17.0 newly assigned it splits otherwise than regex, and bpeforge
+    # follows regex (the contract). The ids still decode to the text.
+    tok, enc = preset_pair
     chars = [chr(cp) for cp in sorted(class_disagreements())]
-    assert_same_ids(*preset_pair, "".join(f"a{c}a {c}1'{c}s A{c}b\n" for c in chars))
+    text = "".join(f"a{c}a {c}1'{c}s A{c}b\n" for c in chars)
+    assert bpeforge.pretokenize(text, tok.pattern) == COMPILED[tok.pattern].findall(text)
+    assert bpeforge.pretokenize(text, PATTERNS[tok.pattern]) != COMPILED[tok.pattern].findall(text)  # fancy-regex
+    ids = tok.encode(text)
+    assert ids != enc.encode(text, allowed_special="all")
+    assert tok.decode(ids) == text
 
 
 # --------------------------------------------------------------------------

@@ -21,16 +21,19 @@ use libfuzzer_sys::fuzz_target;
 struct Header {
     /// Chunk size `target % 32` (0 is taken as 1).
     target: u8,
-    /// The pattern, `% 3`: GPT-2, cl100k (they cut before different
-    /// whitespace) or a custom regex (cuts only after special tokens).
+    /// The pattern, `% 6`: GPT-2, cl100k (they cut before different
+    /// whitespace), a custom regex (cuts only after special tokens), o200k,
+    /// llama3 or qwen2 (as cl100k).
     flags: u8,
     num_specials: u8,
 }
 
 /// Compiled once: compiling cl100k per input made the target 15x slower.
-fn patterns() -> &'static [Pattern; 3] {
-    static PATTERNS: OnceLock<[Pattern; 3]> = OnceLock::new();
-    PATTERNS.get_or_init(|| ["gpt2", "cl100k", r"\S+|\s+"].map(|spec| Pattern::new(spec).expect("pattern")))
+fn patterns() -> &'static [Pattern; 6] {
+    static PATTERNS: OnceLock<[Pattern; 6]> = OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        ["gpt2", "cl100k", r"\S+|\s+", "o200k", "llama3", "qwen2"].map(|spec| Pattern::new(spec).expect("pattern"))
+    })
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -43,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let Ok(splitter) = SpecialSplitter::new(&tokens) else { return };
     let target = usize::from(header.target % 32);
-    let pattern = &patterns()[usize::from(header.flags % 3)];
+    let pattern = &patterns()[usize::from(header.flags % 6)];
     let mut reader = ChunkReader::new(data, Path::new("fuzz.txt"), &splitter, pattern.cut_before(), target);
     let mut chunks: Vec<String> = Vec::new();
     let mut offset = 0u64;

@@ -18,7 +18,7 @@ from bpeforge.train import TrainingNote, TrainResult, TrainStats, train, train_b
 
 def pretokenize(text: str, pattern: str = "gpt2") -> list[str]:
     """The pre-tokens of one document (special tokens are not split off) with a
-    preset ("gpt2", "cl100k", "o200k") or a custom regex."""
+    preset ("gpt2", "cl100k", "o200k", "llama3", "qwen2") or a custom regex."""
     return _pretokenize(text, normalize_pattern(pattern))
 
 

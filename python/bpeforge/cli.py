@@ -153,8 +153,8 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--pattern",
         default="gpt2",
-        help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k or a custom regex (text no match covers "
-        "is kept as pieces of its own)",
+        help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k, llama3, qwen2 or a custom regex (text no "
+        "match covers is kept as pieces of its own)",
     )
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
     cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")

@@ -93,7 +93,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 Merges = list[tuple[bytes, bytes]]
 
 # The GPT-2 pre-tokenizer regex (the `pat_str` of tiktoken's `gpt2` encoding).
-PATTERNS = dict(_core.PATTERNS)  # preset name -> regex: gpt2, cl100k, o200k
+PATTERNS = dict(_core.PATTERNS)  # preset name -> regex: gpt2, cl100k, o200k, llama3, qwen2
 GPT2_PATTERN = PATTERNS["gpt2"]
 
 _HF_PRE_TOKENIZER = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
@@ -467,7 +467,7 @@ def load_tiktoken(
     A ranks file holds no special tokens: pass them as a list (appended after
     the largest rank, in order) or as `{token: id}` (tiktoken's
     `special_tokens`, e.g. `{"<|endoftext|>": 50256}`). A ranks file holds
-    no pattern either: `pattern` is a preset ("gpt2", "cl100k", "o200k") or
+    no pattern either: `pattern` is a preset ("gpt2", "cl100k", "o200k", "llama3", "qwen2") or
     the encoding's regex.
     """
     ranks = read_tiktoken_ranks(path)

@@ -246,7 +246,7 @@ class Tokenizer:
 
     @property
     def pattern(self) -> str:
-        """The pre-tokenizer: "gpt2", "cl100k", "o200k" or a custom regex."""
+        """The pre-tokenizer: "gpt2", "cl100k", "o200k", "llama3", "qwen2" or a custom regex."""
         return self._core.pattern
 
     def __repr__(self) -> str:

@@ -109,7 +109,7 @@ def train_bpe(
     tuning knob. Neither changes the result. `min_frequency` (stop when the
     best pair occurs fewer times) and `max_token_length` (bytes) are off by
     default, which is the exact CS336 semantics. `pattern` is the
-    pre-tokenizer: "gpt2" (CS336's), "cl100k", "o200k" or a regex.
+    pre-tokenizer: "gpt2" (CS336's), "cl100k", "o200k", "llama3", "qwen2" or a regex.
     `special_tokens=None` means none. The returned vocab remembers the pattern
     and special tokens, so `bpeforge.save(vocab, merges, DIR)` records them.
     A `vocab_size` the corpus cannot reach trains all it can and warns

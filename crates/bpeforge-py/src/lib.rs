@@ -98,9 +98,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
-    m.add(
-        "PATTERNS",
-        [("gpt2", bpeforge::pattern::GPT2), ("cl100k", bpeforge::pattern::CL100K), ("o200k", bpeforge::pattern::O200K)],
-    )?;
+    m.add("PATTERNS", bpeforge::pattern::PRESETS)?;
     Ok(())
 }

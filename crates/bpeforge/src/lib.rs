@@ -2,9 +2,10 @@
 //!
 //! No Python here: `crates/bpeforge-py` is the thin PyO3 layer over this crate.
 //! Map of the crate, one concept per module:
-//! - `pattern`: the pre-tokenizer (GPT-2's scanner, cl100k/o200k/custom regexes);
-//! - `pretokenize`: the GPT-2 pattern as a hand-written scanner;
-//! - `charclass` + `unicode_tables`: its character classes, generated from `regex`;
+//! - `pattern`: the pre-tokenizer (a preset's scanner, or a custom regex);
+//! - `scan`: the presets (gpt2, cl100k, o200k, llama3, qwen2) as hand-written scanners;
+//! - `pretokenize`: the GPT-2 scanner as an iterator, and where a text may be cut;
+//! - `charclass` + `unicode_tables`: their character classes, generated from `regex`;
 //! - `specials`: splitting on special tokens, longest first;
 //! - `chunking`: reading files in chunks cut where the result cannot change;
 //! - `shards`: byte ranges of a big file to count or encode on other machines;
@@ -25,6 +26,7 @@ pub mod packed;
 pub mod pattern;
 pub mod pretokenize;
 pub mod progress;
+mod scan;
 pub mod shards;
 pub mod specials;
 pub mod train;

@@ -1,19 +1,24 @@
-//! The pre-tokenizer: GPT-2's pattern (the default, CS336), OpenAI's cl100k
-//! and o200k presets, or any regex a user gives.
+//! The pre-tokenizer: GPT-2's pattern (the default, CS336), the presets
+//! cl100k and o200k (OpenAI's), llama3 (Llama 3's) and qwen2 (Qwen2's), or any
+//! regex a user gives.
 //!
-//! GPT-2 runs on the hand-written scanner (`pretokenize.rs`), the fast path.
-//! The others run on `fancy-regex`, the engine tiktoken uses for exactly these
-//! patterns (look-around, possessive quantifiers), matching as the Python
-//! `regex` package does: each match, left to right, is a pre-token. Unlike
-//! `findall`, a match is kept whole even if the pattern has capture groups,
-//! and empty matches are dropped. Text that no match covers (a custom regex
-//! such as `\w+` leaves the spaces) is a pre-token of its own, so encoding is
-//! lossless for every pattern; `unmatched_bytes` counts it, for the report.
+//! Each preset runs on a hand-written scanner (`scan/`); the contract is the
+//! Python `regex` package's `finditer` with the preset's regex (the consts
+//! below): each match, left to right, is a pre-token. A custom regex runs on
+//! `fancy-regex`, the engine tiktoken uses for such patterns (look-around,
+//! possessive quantifiers), matching as `regex` does; unlike `findall`, a match
+//! is kept whole even if the pattern has capture groups, and empty matches are
+//! dropped. Text that no match covers (a custom regex such as `\w+` leaves the
+//! spaces) is a pre-token of its own, so encoding is lossless for every
+//! pattern; `unmatched_bytes` counts it, for the report. The presets cover
+//! every char.
 //!
-//! Unicode: fancy-regex's classes are Unicode 16.0, the `regex` package's
-//! 17.0; they differ only on the ~4,700 code points 17.0 newly assigned
-//! (tiktoken splits those as we do). GPT-2's scanner uses tables generated
-//! from `regex` and agrees everywhere. See `tests/test_patterns.py`.
+//! Unicode: the scanners' classes are generated from `regex` (Unicode 17.0)
+//! and agree with it on every code point. fancy-regex's classes are Unicode
+//! 16.0: a preset's regex run on fancy-regex (or tiktoken, which runs
+//! fancy-regex too) splits the ~4,700 code points that 17.0 newly assigned
+//! as unassigned chars, where the scanners split them as `regex` does. See
+//! `tests/test_scanners.py` and `tests/test_patterns.py`.
 //!
 //! Where a text may be cut for parallel work also depends on the pattern
 //! (`cut_before`, used by `chunking.rs` and `shards.rs`): before ASCII
@@ -21,16 +26,18 @@
 //! and where the piece after it starts whatever came before (no look-behind):
 //! - GPT-2: before a space, tab, CR or LF; its pieces hold whitespace only at
 //!   their start or as whitespace runs.
-//! - cl100k and o200k: before a space or tab only. Their punctuation pieces
-//!   keep the newlines (and o200k's slashes) that follow, as in "!\n"
-//!   (`[^\s\p{L}\p{N}]++[\r\n]*+`), so a cut before CR or LF is not safe.
+//! - cl100k, o200k, llama3 and qwen2: before a space or tab only. Their
+//!   punctuation pieces keep the newlines (and o200k's slashes) that follow,
+//!   as in "!\n" (`[^\s\p{L}\p{N}]+[\r\n]*`), so a cut before CR or LF is not
+//!   safe. A space or tab is taken only by a piece that starts with it (a
+//!   word's or a punctuation run's one leading char, or a whitespace run).
 //! - a custom regex: nowhere but special tokens and file ends.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::pretokenize::Gpt2Splitter;
+use crate::scan;
 
 /// GPT-2's pattern, as a regex (for tools that need the string).
 pub const GPT2: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -49,10 +56,32 @@ pub const O200K: &str = concat!(
     r"|\s+",
 );
 
+/// Llama 3's (its `tokenizer.json`, the `Split` pre-tokenizer's regex).
+pub const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// Qwen2's (`PRETOKENIZE_REGEX` of transformers' Qwen2 tokenizer): llama3's,
+/// one digit a piece.
+pub const QWEN2: &str =
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// The presets: name and regex, in the order the docs list them.
+pub const PRESETS: [(&str, &str); 5] =
+    [("gpt2", GPT2), ("cl100k", CL100K), ("o200k", O200K), ("llama3", LLAMA3), ("qwen2", QWEN2)];
+
 #[derive(Debug, Clone, Default)]
 pub enum Pattern {
+    /// GPT-2's pattern (`GPT2`).
     #[default]
     Gpt2,
+    /// tiktoken's `cl100k_base` (`CL100K`).
+    Cl100k,
+    /// tiktoken's `o200k_base` (`O200K`).
+    O200k,
+    /// Llama 3's (`LLAMA3`).
+    Llama3,
+    /// Qwen2's (`QWEN2`).
+    Qwen2,
+    /// A custom regex, run on fancy-regex.
     Regex {
         spec: String,
         regex: Box<fancy_regex::Regex>,
@@ -62,17 +91,20 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    /// `"gpt2"`, `"cl100k"`, `"o200k"`, or a regex of one's own.
+    /// `"gpt2"`, `"cl100k"`, `"o200k"`, `"llama3"`, `"qwen2"`, or a regex of
+    /// one's own.
     pub fn new(spec: &str) -> Result<Self, Error> {
-        let source = match spec {
+        match spec {
             "gpt2" => return Ok(Pattern::Gpt2),
-            "cl100k" => CL100K,
-            "o200k" => O200K,
-            custom => custom,
-        };
-        let regex = fancy_regex::Regex::new(source).map_err(|e| {
+            "cl100k" => return Ok(Pattern::Cl100k),
+            "o200k" => return Ok(Pattern::O200k),
+            "llama3" => return Ok(Pattern::Llama3),
+            "qwen2" => return Ok(Pattern::Qwen2),
+            _ => {}
+        }
+        let regex = fancy_regex::Regex::new(spec).map_err(|e| {
             Error::InvalidArgument(format!(
-                "pattern {spec:?} does not compile: {}; give \"gpt2\", \"cl100k\", \"o200k\" or a valid regex",
+                "pattern {spec:?} does not compile: {}; give a preset (\"gpt2\", \"cl100k\", \"o200k\", \"llama3\", \"qwen2\") or a valid regex",
                 compile_error_detail(&e)
             ))
         })?;
@@ -83,6 +115,10 @@ impl Pattern {
     pub fn spec(&self) -> &str {
         match self {
             Pattern::Gpt2 => "gpt2",
+            Pattern::Cl100k => "cl100k",
+            Pattern::O200k => "o200k",
+            Pattern::Llama3 => "llama3",
+            Pattern::Qwen2 => "qwen2",
             Pattern::Regex { spec, .. } => spec,
         }
     }
@@ -91,6 +127,10 @@ impl Pattern {
     pub fn regex_source(&self) -> &str {
         match self {
             Pattern::Gpt2 => GPT2,
+            Pattern::Cl100k => CL100K,
+            Pattern::O200k => O200K,
+            Pattern::Llama3 => LLAMA3,
+            Pattern::Qwen2 => QWEN2,
             Pattern::Regex { regex, .. } => regex.as_str(),
         }
     }
@@ -100,7 +140,7 @@ impl Pattern {
     pub fn cut_before(&self) -> &'static [u8] {
         match self {
             Pattern::Gpt2 => b" \t\r\n",
-            Pattern::Regex { spec, .. } if spec == "cl100k" || spec == "o200k" => b" \t",
+            Pattern::Cl100k | Pattern::O200k | Pattern::Llama3 | Pattern::Qwen2 => b" \t",
             Pattern::Regex { .. } => b"",
         }
     }
@@ -119,7 +159,11 @@ impl Pattern {
     #[inline]
     pub fn for_each_piece<'t>(&self, text: &'t str, mut visit: impl FnMut(&'t str)) -> Result<(), Error> {
         match self {
-            Pattern::Gpt2 => Gpt2Splitter::new(text).for_each(visit),
+            Pattern::Gpt2 => scan::for_each_piece::<scan::gpt2::Gpt2>(text, visit),
+            Pattern::Cl100k => scan::for_each_piece::<scan::cl100k::Cl100k>(text, visit),
+            Pattern::O200k => scan::for_each_piece::<scan::o200k::O200k>(text, visit),
+            Pattern::Llama3 => scan::for_each_piece::<scan::cl100k::Llama3>(text, visit),
+            Pattern::Qwen2 => scan::for_each_piece::<scan::cl100k::Qwen2>(text, visit),
             Pattern::Regex { spec, regex, unmatched } => {
                 let (mut covered, mut gaps) = (0, 0);
                 for found in regex.find_iter(text) {

@@ -1,16 +1,15 @@
-//! The GPT-2 pre-tokenizer as a hand-written scanner.
+//! The GPT-2 pre-tokenizer as an iterator, and where any preset may cut a text.
 //!
 //! Pattern (semantics of the Python `regex` package):
 //! `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //!
 //! Why not a regex engine: the `regex` crate has no look-ahead, and the
 //! backtracking engines that do (`fancy-regex`, PCRE2) spend most of the
-//! training time here. The pattern is simple enough to decide with one char of
-//! look-ahead, so each alternative is one branch below, tried in the pattern's
-//! order. Equality with `regex` is tested in `tests/test_pretokenize.py`, on every
-//! code point and on random Unicode text.
+//! training time here. The scanner itself is `scan::gpt2`, beside those of
+//! the other presets. Equality with `regex` is tested in
+//! `tests/test_pretokenize.py`, on every code point and on random Unicode text.
 //!
-//! The scanner never looks behind its start, so a text may be cut at any
+//! The scanners never look behind their start, so a text may be cut at any
 //! boundary of its pieces and each part scanned alone (see `chunking.rs`).
 
 use crate::charclass::{classify, CharClass};
@@ -42,102 +41,9 @@ impl<'a> Iterator for Gpt2Splitter<'a> {
         if start >= self.text.len() {
             return None;
         }
-        let end = piece_end(self.text.as_bytes(), start);
+        let end = crate::scan::gpt2::piece_end(self.text.as_bytes(), start);
         self.pos = end;
         Some(&self.text[start..end])
-    }
-}
-
-/// Decode the char at byte `i` of valid UTF-8: (code point, its byte length).
-#[inline(always)]
-fn decode(bytes: &[u8], i: usize) -> (u32, usize) {
-    let b0 = bytes[i] as u32;
-    if b0 < 0x80 {
-        return (b0, 1);
-    }
-    let cont = |k: usize| (bytes[i + k] & 0x3F) as u32;
-    if b0 < 0xE0 {
-        (((b0 & 0x1F) << 6) | cont(1), 2)
-    } else if b0 < 0xF0 {
-        (((b0 & 0x0F) << 12) | (cont(1) << 6) | cont(2), 3)
-    } else {
-        (((b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3), 4)
-    }
-}
-
-#[inline(always)]
-fn class_at(bytes: &[u8], i: usize) -> (CharClass, usize) {
-    let (cp, len) = decode(bytes, i);
-    (classify(cp), len)
-}
-
-/// End (exclusive) of the piece that starts at byte `start`.
-#[inline]
-fn piece_end(bytes: &[u8], start: usize) -> usize {
-    let first = bytes[start];
-    // 1. `'(?:[sdmt]|ll|ve|re)`
-    if first == b'\'' {
-        if let Some(len) = contraction_len(&bytes[start + 1..]) {
-            return start + 1 + len;
-        }
-    }
-    // 2-4. ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional space, then a run.
-    let body = if first == b' ' { start + 1 } else { start };
-    if body < bytes.len() {
-        let (class, _) = class_at(bytes, body);
-        if class != CharClass::Whitespace {
-            return run_end(bytes, body, class);
-        }
-    }
-    // 5-6. `\s+(?!\S)|\s+`
-    whitespace_end(bytes, start)
-}
-
-/// Length of a contraction suffix right after an apostrophe, if any.
-#[inline]
-fn contraction_len(rest: &[u8]) -> Option<usize> {
-    match rest {
-        [b'l', b'l', ..] | [b'v', b'e', ..] | [b'r', b'e', ..] => Some(2),
-        [b's' | b'd' | b'm' | b't', ..] => Some(1),
-        _ => None,
-    }
-}
-
-/// End of the run of chars of `class` starting at `i` (the char at `i` is one).
-#[inline]
-fn run_end(bytes: &[u8], mut i: usize, class: CharClass) -> usize {
-    while i < bytes.len() {
-        let (c, len) = class_at(bytes, i);
-        if c != class {
-            break;
-        }
-        i += len;
-    }
-    i
-}
-
-/// End of the whitespace piece starting at `start` (the char there is `\s`).
-///
-/// `\s+(?!\S)` takes the whole run when it ends the text; when a non-space char
-/// follows a run of two or more, it backtracks one char so that the last one
-/// may lead the next piece (`"a   b"` gives `"a"`, `"  "`, `" b"`). A single
-/// whitespace char before a non-space falls through to plain `\s+`.
-#[inline]
-fn whitespace_end(bytes: &[u8], start: usize) -> usize {
-    let mut i = start;
-    let mut last_char_start = start;
-    while i < bytes.len() {
-        let (c, len) = class_at(bytes, i);
-        if c != CharClass::Whitespace {
-            break;
-        }
-        last_char_start = i;
-        i += len;
-    }
-    if i < bytes.len() && last_char_start > start {
-        last_char_start
-    } else {
-        i
     }
 }
 

@@ -195,8 +195,8 @@ mod tests {
         let tokens: Vec<String> = ["<|e|>", "<|e|><|e|>", "<s> x", "x</s>"].map(String::from).to_vec();
         let specials = SpecialSplitter::new(&tokens).unwrap();
         let mut rng = Lcg(7);
-        let patterns = [Pattern::Gpt2, Pattern::new("cl100k").unwrap(), Pattern::new("o200k").unwrap()];
-        for (round, pattern) in patterns.iter().cycle().take(90).enumerate() {
+        let patterns = ["gpt2", "cl100k", "o200k", "llama3", "qwen2"].map(|spec| Pattern::new(spec).unwrap());
+        for (round, pattern) in patterns.iter().cycle().take(100).enumerate() {
             let path = dir.join(format!("{round}.txt"));
             let len = 50 + rng.below(400);
             std::fs::write(&path, random_text(&mut rng, len)).unwrap();
@@ -231,13 +231,13 @@ mod tests {
 
     #[test]
     fn presets_keep_punctuation_with_the_newlines_after_it() {
-        // cl100k and o200k pre-tokenize "!\n" and "?!\r\n\r\n" as one piece
-        // each: a cut before the CR or LF would split them.
+        // cl100k, o200k, llama3 and qwen2 pre-tokenize "!\n" and "?!\r\n\r\n"
+        // as one piece each: a cut before the CR or LF would split them.
         let dir = scratch_dir("newlines");
         let path = dir.join("t.txt");
         std::fs::write(&path, "a!\nb?!\r\n\r\nc /\nd e\t!\n").unwrap();
         let specials = SpecialSplitter::new(&[]).unwrap();
-        for spec in ["cl100k", "o200k"] {
+        for spec in ["cl100k", "o200k", "llama3", "qwen2"] {
             let pattern = Pattern::new(spec).unwrap();
             let shards = plan_shards(&path, 1, &[], pattern.cut_before()).unwrap();
             assert!(shards.len() > 2, "{spec}: expected cuts before the spaces and tab");

@@ -43,7 +43,7 @@ pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
 pub struct TrainOptions {
     pub vocab_size: usize,
     pub special_tokens: Vec<String>,
-    /// The pre-tokenizer (`Pattern::new`): "gpt2", "cl100k", "o200k" or a regex.
+    /// The pre-tokenizer (`Pattern::new`): "gpt2", "cl100k", "o200k", "llama3", "qwen2" or a regex.
     pub pattern: String,
     /// Worker threads for pre-tokenization; `None` means all cores.
     pub num_threads: Option<usize>,

@@ -1,0 +1,64 @@
+//! GPT-2's pattern:
+//! `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+//!
+//! - (1) `'(?:[sdmt]|ll|ve|re)`: lower-case only, tried first.
+//! - (2-4) ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional U+0020,
+//!   then a run of one class. The class of the char after the optional space
+//!   picks the alternative; if that char is whitespace (or the text ends),
+//!   none matches with the space, and without it the space (whitespace)
+//!   starts none of them either, so the whitespace alternatives decide.
+//! - (5-6) `\s+(?!\S)|\s+`: see `whitespace_end` (no newline rule, no `$`).
+
+use super::{ascii_flags_at, char_at, letter_run, number_run, other_run, whitespace_end};
+use crate::charclass::{LETTER, NUMBER, SPACE};
+
+pub(crate) struct Gpt2;
+
+impl super::Scanner for Gpt2 {
+    #[inline(always)]
+    fn piece_end(bytes: &[u8], start: usize) -> usize {
+        piece_end(bytes, start)
+    }
+}
+
+/// End (exclusive) of the piece that starts at byte `start`.
+#[inline(always)]
+pub(crate) fn piece_end(bytes: &[u8], start: usize) -> usize {
+    let first = bytes[start];
+    // The common cases first, ASCII only: a word, or a space and a word.
+    if ascii_flags_at(bytes, start) & LETTER != 0 {
+        return letter_run(bytes, start + 1);
+    }
+    if first == b' ' && ascii_flags_at(bytes, start + 1) & LETTER != 0 {
+        return letter_run(bytes, start + 2);
+    }
+    if first == b'\'' {
+        if let Some(len) = contraction_len(&bytes[start + 1..]) {
+            return start + 1 + len;
+        }
+    }
+    let body = if first == b' ' { start + 1 } else { start };
+    if body < bytes.len() {
+        let (f, len) = char_at(bytes, body);
+        if f & LETTER != 0 {
+            return letter_run(bytes, body + len);
+        }
+        if f & NUMBER != 0 {
+            return number_run(bytes, body + len);
+        }
+        if f & SPACE == 0 {
+            return other_run(bytes, body + len);
+        }
+    }
+    whitespace_end::<false, false>(bytes, start)
+}
+
+/// Length of a lower-case contraction suffix right after an apostrophe, if any.
+#[inline]
+fn contraction_len(rest: &[u8]) -> Option<usize> {
+    match rest {
+        [b'l', b'l', ..] | [b'v', b'e', ..] | [b'r', b'e', ..] => Some(2),
+        [b's' | b'd' | b'm' | b't', ..] => Some(1),
+        _ => None,
+    }
+}
