@@ -76,13 +76,20 @@ class Peer:
     name: str
     module: str
     dist: str
-    train: Callable[[ModuleType, str, int], Any]
+    train: Callable[[ModuleType, str, int, str], Any]
     sizes: Callable[[Any], tuple[int, int]]
     note: str
 
 
-def _train_bpeforge(mod: ModuleType, path: str, vocab_size: int) -> Any:
-    return mod.train_bpe(path, vocab_size, SPECIALS)
+def pattern_regex(pattern: str) -> str:
+    """The regex of a bpeforge preset name (what the peers that take a regex are given), or the regex itself."""
+    import bpeforge
+
+    return dict(bpeforge.PATTERNS).get(pattern, pattern)
+
+
+def _train_bpeforge(mod: ModuleType, path: str, vocab_size: int, pattern: str) -> Any:
+    return mod.train_bpe(path, vocab_size, SPECIALS, pattern=pattern)
 
 
 def _sizes_bpeforge(result: Any) -> tuple[int, int]:
@@ -90,10 +97,10 @@ def _sizes_bpeforge(result: Any) -> tuple[int, int]:
     return len(vocab), len(merges)
 
 
-def _train_rustbpe(mod: ModuleType, path: str, vocab_size: int) -> Any:
+def _train_rustbpe(mod: ModuleType, path: str, vocab_size: int, pattern: str) -> Any:
     # rustbpe has no special tokens: its vocab_size is 256 + merges.
     tok = mod.Tokenizer()
-    tok.train_from_iterator(iter_documents(path), vocab_size - len(SPECIALS), pattern=GPT2_PATTERN)
+    tok.train_from_iterator(iter_documents(path), vocab_size - len(SPECIALS), pattern=pattern_regex(pattern))
     return tok
 
 
@@ -101,11 +108,11 @@ def _sizes_rustbpe(tok: Any) -> tuple[int, int]:
     return tok.vocab_size, tok.vocab_size - 256
 
 
-def _train_bpeasy(mod: ModuleType, path: str, vocab_size: int) -> Any:
+def _train_bpeasy(mod: ModuleType, path: str, vocab_size: int, pattern: str) -> Any:
     # bpeasy has no special tokens either: its vocab_size is 256 + merges.
     return mod.train_bpe(
         iter_documents(path),
-        GPT2_PATTERN,
+        pattern_regex(pattern),
         BPEASY_MAX_TOKEN_LENGTH,
         vocab_size - len(SPECIALS),
     )
@@ -115,10 +122,16 @@ def _sizes_bpeasy(vocab: dict[bytes, int]) -> tuple[int, int]:
     return len(vocab), len(vocab) - 256
 
 
-def _hf_tokenizer_and_trainer(mod: ModuleType, vocab_size: int) -> tuple[Any, Any]:
-    """GPT-2 setup: ByteLevel pre-tokenizer (GPT-2 regex) and all 256 bytes."""
+def _hf_tokenizer_and_trainer(mod: ModuleType, vocab_size: int, pattern: str) -> tuple[Any, Any]:
+    """GPT-2 setup: ByteLevel pre-tokenizer (GPT-2 regex) and all 256 bytes; another pattern is a
+    `Split` on its regex before a ByteLevel without its own regex, as the Llama 3 and Qwen files do."""
     tok = mod.Tokenizer(mod.models.BPE())
-    tok.pre_tokenizer = mod.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if pattern == "gpt2":
+        tok.pre_tokenizer = mod.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        split = mod.pre_tokenizers.Split(mod.Regex(pattern_regex(pattern)), behavior="isolated")
+        byte_level = mod.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        tok.pre_tokenizer = mod.pre_tokenizers.Sequence([split, byte_level])
     trainer = mod.trainers.BpeTrainer(
         vocab_size=vocab_size,  # HF counts alphabet + specials + merges, like us
         special_tokens=SPECIALS,
@@ -128,14 +141,14 @@ def _hf_tokenizer_and_trainer(mod: ModuleType, vocab_size: int) -> tuple[Any, An
     return tok, trainer
 
 
-def _train_hf(mod: ModuleType, path: str, vocab_size: int) -> Any:
-    tok, trainer = _hf_tokenizer_and_trainer(mod, vocab_size)
+def _train_hf(mod: ModuleType, path: str, vocab_size: int, pattern: str) -> Any:
+    tok, trainer = _hf_tokenizer_and_trainer(mod, vocab_size, pattern)
     tok.train_from_iterator(iter_documents(path), trainer=trainer)
     return tok
 
 
-def _train_hf_files(mod: ModuleType, path: str, vocab_size: int) -> Any:
-    tok, trainer = _hf_tokenizer_and_trainer(mod, vocab_size)
+def _train_hf_files(mod: ModuleType, path: str, vocab_size: int, pattern: str) -> Any:
+    tok, trainer = _hf_tokenizer_and_trainer(mod, vocab_size, pattern)
     tok.train([path], trainer=trainer)
     return tok
 
@@ -210,7 +223,7 @@ def _peak_rss_mib() -> float:
     return max(own, kids) / 1024
 
 
-def run(name: str, path: str, vocab_size: int) -> dict[str, Any]:
+def run(name: str, path: str, vocab_size: int, pattern: str = "gpt2") -> dict[str, Any]:
     """Import, train once and measure; ImportError means "not installed"."""
     peer = PEERS[name]
     try:
@@ -219,7 +232,7 @@ def run(name: str, path: str, vocab_size: int) -> dict[str, Any]:
         print(f"{name}: {exc}", file=sys.stderr)
         sys.exit(EXIT_NOT_INSTALLED)
     start = time.perf_counter()
-    result = peer.train(mod, path, vocab_size)
+    result = peer.train(mod, path, vocab_size, pattern)
     train_s = time.perf_counter() - start
     vocab_len, n_merges = peer.sizes(result)
     return {
@@ -232,8 +245,8 @@ def run(name: str, path: str, vocab_size: int) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> None:
-    name, path, vocab_size = argv
-    result = run(name, path, int(vocab_size))
+    name, path, vocab_size, *pattern = argv
+    result = run(name, path, int(vocab_size), *pattern)
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 

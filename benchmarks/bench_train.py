@@ -47,6 +47,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"comma-separated, from {','.join(PEERS)} (default: {DEFAULT_PEERS})",
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per peer")
+    parser.add_argument(
+        "--pattern",
+        default="gpt2",
+        help="pre-tokenizer for every peer that takes one: a bpeforge preset (gpt2, cl100k, o200k, llama3, qwen2; "
+        "the others get its regex) or a regex",
+    )
     parser.add_argument("--json", type=Path, help="also write results here")
     args = parser.parse_args(argv)
     args.peers = args.peers.split(",")
@@ -129,12 +135,14 @@ def _parse_result(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def run_child(peer: str, corpus: Path, vocab_size: int, timeout: float | None = None) -> dict[str, Any]:
+def run_child(
+    peer: str, corpus: Path, vocab_size: int, timeout: float | None = None, pattern: str = "gpt2"
+) -> dict[str, Any]:
     """Train ``peer`` once in a fresh interpreter; never raises for a peer's fault.
 
     A run longer than ``timeout`` seconds is killed and reported as ``timeout``.
     """
-    cmd = [sys.executable, str(PEERS_SCRIPT), peer, str(corpus), str(vocab_size)]
+    cmd = [sys.executable, str(PEERS_SCRIPT), peer, str(corpus), str(vocab_size), pattern]
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
@@ -150,7 +158,9 @@ def run_child(peer: str, corpus: Path, vocab_size: int, timeout: float | None = 
     return {"status": "ok", "total_s": total_s, **result}
 
 
-def run_all(peers: list[str], corpus: Path, vocab_size: int, repeat: int) -> dict[str, list[dict[str, Any]]]:
+def run_all(
+    peers: list[str], corpus: Path, vocab_size: int, repeat: int, pattern: str = "gpt2"
+) -> dict[str, list[dict[str, Any]]]:
     """Round-robin over peers; a peer that is missing or fails is not retried."""
     runs: dict[str, list[dict[str, Any]]] = {peer: [] for peer in peers}
     for round_no in range(1, repeat + 1):
@@ -158,7 +168,7 @@ def run_all(peers: list[str], corpus: Path, vocab_size: int, repeat: int) -> dic
             if runs[peer] and runs[peer][-1]["status"] != "ok":
                 continue
             print(f"[{round_no}/{repeat}] {peer} ...", file=sys.stderr, flush=True)
-            runs[peer].append(run_child(peer, corpus, vocab_size))
+            runs[peer].append(run_child(peer, corpus, vocab_size, pattern=pattern))
             print(f"    {_describe(runs[peer][-1])}", file=sys.stderr, flush=True)
     return runs
 
@@ -239,6 +249,7 @@ def metadata(args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
         "corpus": str(args.corpus),
         "corpus_bytes": corpus.stat().st_size,
         "vocab_size": args.vocab_size,
+        "pattern": args.pattern,
         "merges_target": args.vocab_size - 256 - len(SPECIALS),
         "repeat": args.repeat,
         "cpu": _cpu_model(),
@@ -332,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-") as tmp:
         corpus = prepare_corpus(args.corpus, args.bytes, Path(tmp))
         meta = metadata(args, corpus)
-        runs = run_all(args.peers, corpus, args.vocab_size, args.repeat)
+        runs = run_all(args.peers, corpus, args.vocab_size, args.repeat, args.pattern)
     rows = [summarize(peer, peer_runs) for peer, peer_runs in runs.items()]
     add_ratios(rows)
     print(render_markdown(meta, rows))
