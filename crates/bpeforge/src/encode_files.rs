@@ -8,7 +8,7 @@
 //! encoding each file on its own, concatenated.
 
 use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
-use crate::encode::Encoder;
+use crate::encode::{EncodeState, Encoder};
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
 
@@ -36,7 +36,7 @@ pub fn encode_files<T: Send>(
     let mut batch = chunks.next_batch(batch_bytes)?;
     while !batch.is_empty() {
         let texts: Vec<&str> = batch.iter().map(|chunk| chunk.text.as_str()).collect();
-        let encode_batch = || encoder.encode_batch(&texts, &convert);
+        let encode_batch = || encoder.encode_batch_from(&texts, EncodeState::private, &convert);
         let (converted, next_batch) = pool.install(|| rayon::join(encode_batch, || chunks.next_batch(batch_bytes)));
         sink(converted?)?;
         done += batch.iter().map(|chunk| chunk.text.len() as u64).sum::<u64>();
