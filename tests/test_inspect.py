@@ -83,7 +83,10 @@ def test_profile_splits_counting_into_pretokenize_and_count(corpus):
 
 
 def test_inspect_json_figures(trained, corpus):
-    figures = json.loads(_run("inspect", str(trained), "--sample", str(corpus), "--json").stdout)
+    # --documents encodes the drawn documents with encode_batch, which fills the shared encode cache
+    # (the whole-file throughput runs `bpeforge encode`'s path, whose workers keep their own tables).
+    args = ("inspect", str(trained), "--sample", str(corpus), "--documents", "20", "--json")
+    figures = json.loads(_run(*args).stdout)
     tokenizer = bpeforge.Tokenizer.load(trained)
     assert figures["vocab_size"] == tokenizer.vocab_size and figures["special_tokens"] == [SPECIAL]
     lengths = [token["bytes"] for token in figures["longest"]]
@@ -102,7 +105,7 @@ def test_inspect_json_figures(trained, corpus):
 
 
 def test_inspect_text_shows_the_cache(trained, corpus):
-    out = _run("inspect", str(trained), "--sample", str(corpus)).stdout
+    out = _run("inspect", str(trained), "--sample", str(corpus), "--documents", "20").stdout
     (line,) = [line for line in out.splitlines() if line.strip().startswith("cache")]
     assert "pieces in" in line and "MiB of 64.0 MiB" in line and "lookups hit" in line
 

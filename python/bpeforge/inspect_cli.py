@@ -118,7 +118,10 @@ def _samples_table(samples: list[dict]) -> str:
 
 
 def _cache_line(cache: dict[str, int]) -> str:
-    """The encode cache after the samples: what it holds, its budget and how often it answered."""
+    """The encode cache after the samples: what it holds, its budget and how often it answered.
+
+    It serves `encode`/`encode_batch` (here: the documents of --documents); the whole-file
+    throughput runs `bpeforge encode`'s path, whose workers keep their own tables."""
     if cache["capacity"] == 0:
         return "  cache        off"
     lookups = cache["hits"] + cache["misses"]
