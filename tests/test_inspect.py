@@ -83,10 +83,7 @@ def test_profile_splits_counting_into_pretokenize_and_count(corpus):
 
 
 def test_inspect_json_figures(trained, corpus):
-    # --documents encodes the drawn documents with encode_batch, which fills the shared encode cache
-    # (the whole-file throughput runs `bpeforge encode`'s path, whose workers keep their own tables).
-    args = ("inspect", str(trained), "--sample", str(corpus), "--documents", "20", "--json")
-    figures = json.loads(_run(*args).stdout)
+    figures = json.loads(_run("inspect", str(trained), "--sample", str(corpus), "--json").stdout)
     tokenizer = bpeforge.Tokenizer.load(trained)
     assert figures["vocab_size"] == tokenizer.vocab_size and figures["special_tokens"] == [SPECIAL]
     lengths = [token["bytes"] for token in figures["longest"]]
@@ -99,12 +96,14 @@ def test_inspect_json_figures(trained, corpus):
     assert sample["tokens"] == len(tokenizer.encode(text))
     assert sample["bytes_per_token"] == pytest.approx(corpus.stat().st_size / sample["tokens"])
     assert sample["pile_hours"] == pytest.approx(825e9 / (sample["mb_per_second"] * 1e6) / 3600)
-    cache = figures["cache"]  # the encode cache, filled by encoding the sample
-    assert 0 < cache["bytes"] <= cache["capacity"] == tokenizer.cache_size
-    assert cache["entries"] > 0 and cache["misses"] > 0
+    # The whole-file throughput runs `bpeforge encode`'s path, whose workers keep their own
+    # tables; the shared encode cache fills from encode/encode_batch (--documents: the next test).
+    cache = figures["cache"]
+    assert 0 <= cache["bytes"] <= cache["capacity"] == tokenizer.cache_size
 
 
 def test_inspect_text_shows_the_cache(trained, corpus):
+    # --documents encodes the drawn documents with encode_batch, which fills the shared encode cache.
     out = _run("inspect", str(trained), "--sample", str(corpus), "--documents", "20").stdout
     (line,) = [line for line in out.splitlines() if line.strip().startswith("cache")]
     assert "pieces in" in line and "MiB of 64.0 MiB" in line and "lookups hit" in line
