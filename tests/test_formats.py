@@ -431,7 +431,7 @@ def test_load_tiktoken_refuses_a_token_that_is_not_a_merge_of_lower_ranks(tmp_pa
     lines = [f"{base64.b64encode(bytes([i])).decode()} {i}" for i in range(256)] + ["YWJj 256"]  # b"abc"
     path = tmp_path / "t.tiktoken"
     path.write_text("\n".join(lines) + "\n", encoding="ascii")
-    with pytest.raises(ValueError, match=r"b'abc' \(rank 256\) is not a merge of two lower-ranked tokens"):
+    with pytest.raises(ValueError, match=r"\"abc\" \(rank 256\) is not a merge of two lower-ranked tokens"):
         formats.load_tiktoken(path)
 
 

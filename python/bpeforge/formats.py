@@ -538,35 +538,10 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
 
     For each token of more than one byte, by rank, BPE over its bytes with only
     lower-ranked tokens must stop at exactly two parts: they are its merge.
+    Recovered in the Rust core, in parallel (`bpeforge::ranks`).
 
     >>> ranks = {bytes([b]): b for b in range(256)} | {b"or": 256, b" w": 257, b" wor": 258}
     >>> merges_from_ranks(ranks)
     [(b'o', b'r'), (b' ', b'w'), (b' w', b'or')]
     """
-    merges: Merges = []
-    for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
-        if len(token) == 1:
-            continue
-        parts = _bpe_by_rank(ranks, token, rank)
-        if len(parts) != 2:
-            raise ValueError(
-                f"token {token!r} (rank {rank}) is not a merge of two lower-ranked tokens: BPE with the lower ranks "
-                f"leaves {parts!r}"
-            )
-        merges.append((parts[0], parts[1]))
-    return merges
-
-
-def _bpe_by_rank(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
-    """tiktoken's BPE: merge the adjacent pair whose concatenation has the lowest rank below `max_rank`."""
-    parts = [token[i : i + 1] for i in range(len(token))]
-    while len(parts) > 1:
-        best_rank, best = max_rank, -1
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1], max_rank)
-            if rank < best_rank:
-                best_rank, best = rank, i
-        if best < 0:
-            break
-        parts[best : best + 2] = [parts[best] + parts[best + 1]]
-    return parts
+    return _core.merges_from_ranks(list(ranks.items()))

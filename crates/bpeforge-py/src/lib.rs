@@ -89,6 +89,16 @@ fn pretokenize<'t>(text: &'t str, pattern: &str) -> PyResult<Vec<&'t str>> {
     Ok(pieces)
 }
 
+/// The merges a tiktoken rank table implies, in rank order (see `bpeforge::ranks`).
+#[pyfunction]
+fn merges_from_ranks<'py>(
+    py: Python<'py>,
+    ranks: Vec<(Vec<u8>, u32)>,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let merges = py.detach(|| bpeforge::ranks::merges_from_ranks(&ranks)).map_err(errors::to_py_err)?;
+    Ok(merges.iter().map(|(left, right)| (PyBytes::new(py, left), PyBytes::new(py, right))).collect())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
@@ -96,6 +106,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
     m.add("PATTERNS", bpeforge::pattern::PRESETS)?;

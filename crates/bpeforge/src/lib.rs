@@ -11,6 +11,7 @@
 //! - `shards`: byte ranges of a big file to count or encode on other machines;
 //! - `train`: counting and the merge loop;
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
+//! - `ranks`: the merges a tiktoken rank table implies;
 //! - `cache`: the encoder's piece cache, kept across calls and shared by threads;
 //! - `progress`, `error`: how work reports, stops and fails.
 
@@ -26,6 +27,7 @@ pub mod packed;
 pub mod pattern;
 pub mod pretokenize;
 pub mod progress;
+pub mod ranks;
 mod scan;
 pub mod shards;
 pub mod specials;

@@ -1,0 +1,83 @@
+//! The merges a tiktoken rank table implies.
+//!
+//! A `.tiktoken` file lists tokens by rank and no merges. For each token of
+//! more than one byte, BPE over its bytes with only the lower-ranked tokens
+//! (tiktoken's rule: merge the adjacent pair whose concatenation has the
+//! lowest rank) must stop at exactly two parts, and they are its merge. Each
+//! token is independent of the others, so they are recovered in parallel:
+//! o200k's 200k tokens took 4.9 s in the Python version this replaces, the
+//! largest part of loading the file.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::error::Error;
+
+/// `(left, right)` for every token of more than one byte, in rank order.
+/// `ranks` holds each token once with its rank.
+pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+    let rank_of: FxHashMap<&[u8], u32> = ranks.iter().map(|(token, rank)| (token.as_slice(), *rank)).collect();
+    let mut by_rank: Vec<&(Vec<u8>, u32)> = ranks.iter().filter(|(token, _)| token.len() > 1).collect();
+    by_rank.sort_unstable_by_key(|(_, rank)| *rank);
+    by_rank
+        .par_iter()
+        .map(|(token, rank)| {
+            let parts = bpe_below(&rank_of, token, *rank);
+            match parts.as_slice() {
+                [left, right] => Ok((token[..*left].to_vec(), token[*left..*left + *right].to_vec())),
+                _ => Err(Error::InvalidArgument(format!(
+                    "token {:?} (rank {rank}) is not a merge of two lower-ranked tokens: BPE with the lower ranks \
+                     leaves {} parts",
+                    String::from_utf8_lossy(token),
+                    parts.len()
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// tiktoken's BPE of `token` with the tokens ranked below `max_rank`: the
+/// lengths of the parts it stops at. Quadratic in the token, which is short.
+fn bpe_below(rank_of: &FxHashMap<&[u8], u32>, token: &[u8], max_rank: u32) -> Vec<usize> {
+    let mut parts: Vec<usize> = vec![1; token.len()];
+    loop {
+        let (mut best_rank, mut best) = (max_rank, None);
+        let mut start = 0;
+        for i in 0..parts.len().saturating_sub(1) {
+            let pair = &token[start..start + parts[i] + parts[i + 1]];
+            if let Some(&rank) = rank_of.get(pair) {
+                if rank < best_rank {
+                    (best_rank, best) = (rank, Some(i));
+                }
+            }
+            start += parts[i];
+        }
+        let Some(i) = best else { return parts };
+        parts[i] += parts.remove(i + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranks(tokens: &[&[u8]]) -> Vec<(Vec<u8>, u32)> {
+        let bytes = (0..=255u8).map(|b| (vec![b], b as u32));
+        bytes.chain(tokens.iter().enumerate().map(|(i, t)| (t.to_vec(), 256 + i as u32))).collect()
+    }
+
+    #[test]
+    fn each_token_splits_into_two_lower_ranked_tokens() {
+        let merges = merges_from_ranks(&ranks(&[b"or", b" w", b" wor"])).unwrap();
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            vec![(b"o".to_vec(), b"r".to_vec()), (b" ".to_vec(), b"w".to_vec()), (b" w".to_vec(), b"or".to_vec())];
+        assert_eq!(merges, expected);
+    }
+
+    #[test]
+    fn a_token_that_is_no_merge_is_named() {
+        // "abc" with no "ab" or "bc" below it: BPE leaves three parts.
+        let err = merges_from_ranks(&ranks(&[b"abc"])).unwrap_err().to_string();
+        assert!(err.contains("\"abc\" (rank 256) is not a merge") && err.contains("3 parts"), "{err}");
+    }
+}
