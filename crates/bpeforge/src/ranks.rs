@@ -13,9 +13,12 @@ use rustc_hash::FxHashMap;
 
 use crate::error::Error;
 
+/// A merge as the two byte strings it joins.
+pub type Merge = (Vec<u8>, Vec<u8>);
+
 /// `(left, right)` for every token of more than one byte, in rank order.
 /// `ranks` holds each token once with its rank.
-pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<Merge>, Error> {
     let rank_of: FxHashMap<&[u8], u32> = ranks.iter().map(|(token, rank)| (token.as_slice(), *rank)).collect();
     let mut by_rank: Vec<&(Vec<u8>, u32)> = ranks.iter().filter(|(token, _)| token.len() > 1).collect();
     by_rank.sort_unstable_by_key(|(_, rank)| *rank);
@@ -69,7 +72,7 @@ mod tests {
     #[test]
     fn each_token_splits_into_two_lower_ranked_tokens() {
         let merges = merges_from_ranks(&ranks(&[b"or", b" w", b" wor"])).unwrap();
-        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+        let expected: Vec<Merge> =
             vec![(b"o".to_vec(), b"r".to_vec()), (b" ".to_vec(), b"w".to_vec()), (b" w".to_vec(), b"or".to_vec())];
         assert_eq!(merges, expected);
     }
