@@ -27,6 +27,8 @@ pub struct Vocabulary {
     /// pre-token starts as bytes, so its first round of lookups is an array
     /// read instead of a hash probe.
     byte_pair_merges: Box<[Option<MergeRule>]>,
+    /// See `ranks_grow`.
+    ranks_grow: bool,
 }
 
 impl Vocabulary {
@@ -47,7 +49,8 @@ impl Vocabulary {
         let byte_pair_merges = (0..256 * 256)
             .map(|pair: usize| merges.get(&pair_key(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
             .collect();
-        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges })
+        let ranks_grow = ranks_grow(&merges);
+        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges, ranks_grow })
     }
 
     /// The number of ids (one past the highest).
@@ -85,6 +88,28 @@ impl Vocabulary {
     pub fn num_merges(&self) -> usize {
         self.merges.len()
     }
+
+    /// Whether every merge ranks above every merge that makes one of its two
+    /// parts, as in any merge list that training wrote in order. Then applying
+    /// merges inside a piece only ever creates pairs of higher rank than the
+    /// one just applied, so the ranks taken grow monotonically (`bpe.rs` uses a
+    /// monotone queue for long pieces when this holds).
+    pub fn ranks_grow(&self) -> bool {
+        self.ranks_grow
+    }
+}
+
+/// See `Vocabulary::ranks_grow`.
+fn ranks_grow(merges: &FxHashMap<u64, MergeRule>) -> bool {
+    let mut made_at: FxHashMap<u32, u32> = FxHashMap::default();
+    for rule in merges.values() {
+        let rank = made_at.entry(rule.merged).or_insert(rule.rank);
+        *rank = (*rank).max(rule.rank);
+    }
+    merges.iter().all(|(&pair, rule)| {
+        let (left, right) = ((pair >> 32) as u32, pair as u32);
+        [left, right].iter().all(|part| made_at.get(part).is_none_or(|&made| made < rule.rank))
+    })
 }
 
 fn token_table(entries: Vec<(u32, Vec<u8>)>) -> Result<Vec<Option<Box<[u8]>>>, Error> {
