@@ -544,4 +544,7 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
     >>> merges_from_ranks(ranks)
     [(b'o', b'r'), (b' ', b'w'), (b' w', b'or')]
     """
+    too_large = next((rank for rank in ranks.values() if not 0 <= rank < 2**32), None)
+    if too_large is not None:  # ids are 32-bit: the Rust core takes ranks as u32
+        raise ValueError(f"rank {too_large} is out of range: ranks are token ids, integers in 0..2**32")
     return _core.merges_from_ranks(list(ranks.items()))
