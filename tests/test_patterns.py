@@ -76,6 +76,7 @@ from reference_trainer import (
     split_on_specials,
     train_on_word_counts,
 )
+from splits import assert_same_split, regex_pieces
 
 PATTERNS = dict(bpeforge.PATTERNS)
 PRESETS = ["gpt2", "cl100k", "o200k", "llama3", "qwen2"]
@@ -94,21 +95,6 @@ def test_patterns_lists_the_presets():
     assert PATTERNS["gpt2"] == GPT2_PATTERN  # the oracle's pattern
 
 
-def regex_pieces(pattern: str, text: str) -> list[str]:
-    """What bpeforge's pre-tokenizer must give: `regex`'s matches (whole, non-empty), with the text
-    between them as pieces of their own, so that nothing is lost (the presets leave no such text)."""
-    pieces, covered = [], 0
-    for found in regex.finditer(pattern, text):
-        if found.start() > covered:
-            pieces.append(text[covered : found.start()])
-        if found.group(0):
-            pieces.append(found.group(0))
-        covered = max(covered, found.end())
-    if covered < len(text):
-        pieces.append(text[covered:])
-    return pieces
-
-
 def rust_matches(chars: str, pattern: str, marker: str = "\uffff") -> set[str]:
     """The chars of `chars` that the Rust engine matches with a one-char `pattern`.
 
@@ -117,22 +103,6 @@ def rust_matches(chars: str, pattern: str, marker: str = "\uffff") -> set[str]:
     """
     pieces = bpeforge.pretokenize(marker.join(chars) + marker, pattern)
     return {piece for piece in pieces if marker not in piece}
-
-
-def assert_same_split(text: str, pattern: str) -> None:
-    """bpeforge.pretokenize equals regex's pieces; on a mismatch, show the first differing piece."""
-    expected = regex_pieces(PATTERNS.get(pattern, pattern), text)
-    actual = bpeforge.pretokenize(text, pattern)
-    if actual == expected:
-        return
-    i = next((k for k, (a, e) in enumerate(zip(actual, expected)) if a != e), min(len(actual), len(expected)))
-    offset = sum(len(piece) for piece in expected[:i])
-    raise AssertionError(
-        f"{pattern}: first difference at piece {i} (text offset {offset}, regex {regex.__version__}):\n"
-        f"  text     {text[max(0, offset - 10) : offset + 20]!a}\n"
-        f"  got      {actual[max(0, i - 2) : i + 3]!a}\n"
-        f"  expected {expected[max(0, i - 2) : i + 3]!a}"
-    )
 
 
 # --------------------------------------------------------------------------

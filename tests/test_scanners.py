@@ -26,6 +26,7 @@ import regex
 from corpora import EMOJI, NOT_REGEX_WHITESPACE, REGEX_WHITESPACE, SCRIPT_SAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from splits import assert_same_split
 
 PATTERNS = dict(bpeforge.PATTERNS)
 PRESETS = ["gpt2", "cl100k", "o200k", "llama3", "qwen2"]
@@ -42,26 +43,6 @@ def test_the_presets_and_their_regexes():
     contractions = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|"
     assert PATTERNS["llama3"] == contractions + common.replace("{digits}", r"\p{N}{1,3}")
     assert PATTERNS["qwen2"] == contractions + common.replace("{digits}", r"\p{N}")
-
-
-def expected_pieces(text: str, preset: str) -> list[str]:
-    return [m.group(0) for m in COMPILED[preset].finditer(text)]
-
-
-def assert_same_split(text: str, preset: str) -> None:
-    """bpeforge.pretokenize equals regex's finditer; on a mismatch, show the first differing piece."""
-    expected = expected_pieces(text, preset)
-    actual = bpeforge.pretokenize(text, preset)
-    if actual == expected:
-        return
-    i = next((k for k, (a, e) in enumerate(zip(actual, expected)) if a != e), min(len(actual), len(expected)))
-    offset = sum(len(piece) for piece in expected[:i])
-    raise AssertionError(
-        f"{preset}: first difference at piece {i} (text offset {offset}, regex {regex.__version__}):\n"
-        f"  text     {text[max(0, offset - 10) : offset + 20]!a}\n"
-        f"  got      {actual[max(0, i - 2) : i + 3]!a}\n"
-        f"  expected {expected[max(0, i - 2) : i + 3]!a}"
-    )
 
 
 # --------------------------------------------------------------------------
