@@ -8,6 +8,7 @@ narrated corner cases of DESIGN §1.1.2.
 import bpeforge
 import pytest
 import regex
+import splits
 from corpora import EMOJI, NOT_REGEX_WHITESPACE, REGEX_WHITESPACE, SCRIPT_SAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,19 +20,8 @@ RANDOM = settings(max_examples=400, deadline=None, derandomize=True, database=No
 
 
 def assert_same_split(text: str) -> None:
-    """Compare whole lists; on a mismatch, show the first differing piece."""
-    expected = PAT.findall(text)
-    actual = bpeforge.pretokenize(text)
-    if actual == expected:
-        return
-    i = next((k for k, (a, e) in enumerate(zip(actual, expected)) if a != e), min(len(actual), len(expected)))
-    offset = sum(len(piece) for piece in expected[:i])
-    raise AssertionError(
-        f"first difference at piece {i} (text offset {offset}, regex {regex.__version__}):\n"
-        f"  text     {text[max(0, offset - 10) : offset + 20]!a}\n"
-        f"  got      {actual[max(0, i - 2) : i + 3]!a}\n"
-        f"  expected {expected[max(0, i - 2) : i + 3]!a}"
-    )
+    """The GPT-2 split of `text` equals regex's (tests/splits.py shows the first difference)."""
+    splits.assert_same_split(text, "gpt2")
 
 
 # --- random text ------------------------------------------------------------------
