@@ -20,7 +20,7 @@ from bpeforge.convert import add_convert_command
 from bpeforge.inspect_cli import add_inspect_commands
 from bpeforge.outputs import check_output
 from bpeforge.report import print_train_summary
-from bpeforge.tokenizer import Tokenizer, save
+from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainingNote, train
 from bpeforge.train import TrainResult as train_result
 
@@ -57,7 +57,7 @@ def describe_error(err: BaseException) -> str:
         reason = re.sub(r" \(os error \d+\)$", "", err.strerror)  # Rust's errno suffix
         return f"{where}: {reason}" if where and str(where) not in reason else reason
     message = str(err) or type(err).__name__
-    if isinstance(err, (OSError, ValueError, TypeError, ImportError, FileExistsError)):
+    if isinstance(err, (OSError, ValueError, TypeError, ImportError)):
         return message
     return f"{message} ({type(err).__name__}; run with --debug for the traceback)"
 
@@ -222,14 +222,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
         files = len(inputs)
     write_started = time.perf_counter()
-    save(
-        result.vocab,
-        result.merges,
-        output,
-        special_tokens=result.special_tokens,
-        overwrite=args.force,
-        pattern=result.pattern,
-    )
+    result.save(output, overwrite=args.force)
     finished = time.perf_counter()
     print_train_summary(
         result,
@@ -304,7 +297,6 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
         return run_encode(args)
     args.inputs = stdin_inputs(args.inputs)
-    check_output(args.output, inputs=[*args.inputs, args.tokenizer], overwrite=args.force)
     tokenizer = Tokenizer.load(args.tokenizer)
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
     stats = encode_files.encode_files(
@@ -341,7 +333,6 @@ def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         encode_files.decode_to(tokenizer, args.source, sys.stdout.buffer)
         return 0
     args.output = Path(args.output)
-    check_output(args.output, inputs=[args.source, args.tokenizer], overwrite=args.force)
     written = encode_files.decode_file(
         Tokenizer.load(args.tokenizer), args.source, args.output, overwrite=args.force, tokenizer_path=args.tokenizer
     )

@@ -201,8 +201,6 @@ def _add_show(commands: argparse._SubParsersAction) -> None:
 def _run_show(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if (args.text is None) == (args.file is None):
         parser.error("give the text, or --file FILE (one of them)")
-    if args.html is not None:
-        check_output(args.html, inputs=[args.tokenizer, *filter(None, [args.file])], overwrite=args.force)
     text = args.text if args.file is None else args.file.read_text(encoding="utf-8")
     tokenizer = Tokenizer.load(args.tokenizer)
     pieces = show.pieces(tokenizer, text)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -88,20 +87,18 @@ def write_tokenizer_directory(
     special_tokens: list[str],
     pattern: str,
     overwrite: bool,
-    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> Path:
     """Write `vocab.json`, `merges.txt` and `bpeforge.json` as `directory`, atomically.
 
     No checks of the contents: `bpeforge.save` checks them first (what `load`
     would refuse is refused before anything is written).
     """
-    check_types(vocab, merges)
     files = {
         VOCAB_FILE: _vocab_json(vocab),
         MERGES_FILE: _merges_txt(merges),
         META_FILE: _meta_json(vocab, merges, special_tokens, pattern),
     }
-    return write_directory_atomically(directory, files, overwrite=overwrite, inputs=inputs, owned=TOKENIZER_FILES)
+    return write_directory_atomically(directory, files, overwrite=overwrite, owned=TOKENIZER_FILES)
 
 
 def load(directory: str | os.PathLike[str]) -> tuple[Vocab, Merges]:

@@ -159,20 +159,26 @@ def _named_as(path: Path, staging: Path) -> Iterator[None]:
         raise
 
 
-@contextmanager
-def open_atomically(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
-    """A binary file that becomes `path` (fsynced, renamed) when the block ends;
-    if the block raises, `path` is untouched and the temporary is removed.
+def _create_staging_file(path: Path) -> tuple[int, Path]:
+    """The temporary sibling `path` is built under, created: (fd, its path).
+    Leftovers of killed runs for `path` are removed first.
 
     `os.open` with 0o666, not `tempfile.mkstemp`: the file gets the umask
     permissions `open` would give, not mkstemp's private 0o600.
     """
-    path = Path(path)
     remove_stale_temporaries(path)
     staging = temporary_sibling(path)
     with _named_as(path, staging):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        return os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), staging
+
+
+@contextmanager
+def open_atomically(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file that becomes `path` (fsynced, renamed) when the block ends;
+    if the block raises, `path` is untouched and the temporary is removed."""
+    path = Path(path)
+    fd, staging = _create_staging_file(path)
     try:
         with os.fdopen(fd, "wb") as f, _named_as(path, staging):
             yield f
@@ -191,11 +197,8 @@ def replaced_atomically(path: Path) -> Iterator[Path]:
     matplotlib): fsynced and renamed to `path` when the block ends, removed if
     it raises, so `path` is the old file or the complete new one."""
     path = Path(path)
-    remove_stale_temporaries(path)
-    staging = temporary_sibling(path)
-    with _named_as(path, staging):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    fd, staging = _create_staging_file(path)
+    os.close(fd)
     try:
         with _named_as(path, staging):
             yield staging

@@ -32,7 +32,7 @@ _ALIASES = {
     "llama3": "llama3",
     "qwen2": "qwen2",
 }
-PRESETS = [name for name, _ in dict(PATTERNS).items()]
+PRESETS = [name for name, _ in PATTERNS]
 _LOOKS_LIKE_A_NAME = re.compile(r"[A-Za-z0-9_.\- ]+")
 
 

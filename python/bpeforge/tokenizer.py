@@ -346,11 +346,14 @@ def _refuse_specials_that_are_tokens(vocab: dict[int, bytes], merges: list, spec
     that token (it then has its id), but must not also have an id of its
     own: encoding would produce only one of the two (the vocabulary a run
     with `special_tokens=["a"]` used to train)."""
-    merged = {left + right for left, right in merges}
-    for token in special_tokens:
-        encoded = token.encode("utf-8")
-        ids = sorted(i for i, t in vocab.items() if t == encoded)
-        if len(ids) > 1 and (len(encoded) == 1 or encoded in merged):
+    spellings = {token.encode("utf-8"): token for token in special_tokens}
+    ids_of: dict[bytes, list[int]] = {}
+    for token_id, token in vocab.items():  # one pass: this runs for every Tokenizer built
+        if token in spellings:
+            ids_of.setdefault(token, []).append(token_id)
+    for encoded, ids in ids_of.items():
+        token, ids = spellings[encoded], sorted(ids)
+        if len(ids) > 1 and (len(encoded) == 1 or any(left + right == encoded for left, right in merges)):
             what = "the byte token" if len(encoded) == 1 else "the merged token"
             raise ValueError(
                 f"special token {token!r} is already {what} {ids[0]} ({encoded!r}) and also has id {ids[-1]}; "

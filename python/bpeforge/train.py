@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -256,7 +255,7 @@ def normalize_paths(input_path: PathLike | Sequence[PathLike]) -> list[str]:
         return [os.fspath(input_path)]
     if isinstance(input_path, bytes):
         raise TypeError("input_path must be a str or os.PathLike path (or a list of them), not bytes")
-    if isinstance(input_path, io.IOBase) or hasattr(input_path, "read"):
+    if hasattr(input_path, "read"):
         raise TypeError("input_path must be a path (or a list of paths), not an open file; pass its name: f.name")
     if not isinstance(input_path, Iterable):
         raise TypeError(f"input_path must be a path or a list of paths, got {type(input_path).__name__}")
