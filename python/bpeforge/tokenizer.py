@@ -180,11 +180,14 @@ class Tokenizer:
         self._cache_size = cache_size
 
     def cache_info(self) -> dict[str, int]:
-        """The encode cache: `entries`, `bytes` (allocated, at most `capacity`), `capacity`, `hits`, `misses`.
+        """The encode cache: `entries`, `bytes` (allocated, at most `capacity`), `capacity`, `hits`, `misses`,
+        `thread_tables`, `thread_table_bytes`.
 
-        Hits and misses count the lookups that reach the shared cache; the
-        repeats of a piece within one call are answered by the calling
-        thread's own table first and are not counted.
+        The shared cache holds `entries` in `bytes`. Each thread that encodes
+        looks in its own table first (up to 2 MiB, kept between calls while
+        the cache is on: `thread_tables` of them are kept now, in
+        `thread_table_bytes`). `hits` counts the pre-tokens either answered,
+        `misses` those whose merges were applied.
         """
         return self._core.cache_info()
 

@@ -52,11 +52,18 @@ impl PyEncoder {
     /// (`stable_prefix_len`), so the ids equal one call's.
     fn encode_interruptible(&self, py: Python<'_>, text: &str, fill_cache: bool) -> PyResult<Vec<u32>> {
         let mut ids = Vec::with_capacity(text.len() / 4);
-        let mut state = if fill_cache { EncodeState::default() } else { EncodeState::lookup_only() };
+        let (mut pooled, mut lookup_only);
+        let state: &mut EncodeState = if fill_cache {
+            pooled = self.inner.pooled_state();
+            &mut pooled
+        } else {
+            lookup_only = EncodeState::lookup_only();
+            &mut lookup_only
+        };
         let mut rest = text;
         while !rest.is_empty() {
             let stretch = py.detach(|| self.next_stretch(rest));
-            py.detach(|| self.inner.encode_with(stretch, &mut state, &mut ids)).map_err(to_py_err)?;
+            py.detach(|| self.inner.encode_with(stretch, state, &mut ids)).map_err(to_py_err)?;
             py.check_signals()?;
             rest = &rest[stretch.len()..];
         }
@@ -167,7 +174,8 @@ impl PyEncoder {
         py.detach(|| self.inner.set_cache_bytes(bytes));
     }
 
-    /// `entries`, `bytes` (tables allocated), `capacity`, `hits`, `misses` of the shared cache.
+    /// `entries`, `bytes` (tables allocated), `capacity`, `hits`, `misses` of the shared cache;
+    /// `thread_tables` and `thread_table_bytes` of the threads' own tables kept between calls.
     fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let info = py.detach(|| self.inner.cache_info());
         let dict = PyDict::new(py);
@@ -176,6 +184,8 @@ impl PyEncoder {
         dict.set_item("capacity", info.capacity)?;
         dict.set_item("hits", info.hits)?;
         dict.set_item("misses", info.misses)?;
+        dict.set_item("thread_tables", info.thread_tables)?;
+        dict.set_item("thread_table_bytes", info.thread_table_bytes)?;
         Ok(dict)
     }
 

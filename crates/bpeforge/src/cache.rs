@@ -22,6 +22,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::packed::hash_packed;
+
 /// Default budget: 64 MiB holds 2 Mi pre-tokens of up to 15 bytes. The
 /// distinct short pre-tokens of 10 MB of English are 74 K (2.3 MiB), of
 /// 500 MB a few hundred thousand, so this keeps a whole corpus's working set
@@ -162,17 +164,20 @@ impl Shard {
         let old = std::mem::replace(&mut self.table, vec![Slot::default(); buckets * WAYS]);
         self.entries = 0;
         for slot in old.into_iter().filter(|slot| slot.key != 0) {
-            self.place(slot, hash(slot.key));
+            self.place(slot, mix(hash_packed(slot.key)));
         }
     }
 }
 
+/// `hash_packed` is one multiply, well mixed only in its high bits; buckets
+/// here are chosen by the low bits and shards by the high ones, so every bit
+/// gets mixed (a splitmix64 finalizer; this runs only when a thread's own
+/// table misses).
 #[inline]
-fn hash(key: u128) -> u64 {
-    let (low, high) = (key as u64, (key >> 64) as u64);
-    let x = (low ^ high.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let y = (x ^ x >> 31 ^ high).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    y ^ y >> 29
+fn mix(hash: u64) -> u64 {
+    let x = (hash ^ hash >> 30).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let y = (x ^ x >> 27).wrapping_mul(0x94D0_49BB_1331_11EB);
+    y ^ y >> 31
 }
 
 /// What `Encoder::cache_info` reports.
@@ -184,11 +189,15 @@ pub struct CacheInfo {
     pub bytes: usize,
     /// The budget in bytes (0: no cache).
     pub capacity: usize,
-    /// Lookups answered by the shared cache (a thread's own per-call table
-    /// answers repeats within one call first; those are not counted).
+    /// Pre-tokens of 2 to 15 bytes answered from a cache: a thread's own
+    /// table (`piece_table.rs`) or this shared one.
     pub hits: u64,
-    /// Lookups the shared cache could not answer: the piece was merged.
+    /// Pre-tokens no cache could answer: their merges were applied.
     pub misses: u64,
+    /// Threads' own tables kept between calls (`Encoder::pooled_state`), and
+    /// their bytes (each at most `piece_table::MAX_BUCKETS` buckets).
+    pub thread_tables: usize,
+    pub thread_table_bytes: usize,
 }
 
 /// The shared cache. All methods take `&self`; see the module comment.
@@ -230,23 +239,23 @@ impl SharedCache {
         self.shards[index].0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Append the ids of `key` to `out` if cached.
+    /// Append the ids of `key` (whose `hash_packed` is `hash`) to `out` if cached.
     #[inline]
-    pub fn get(&self, key: u128, out: &mut Vec<u32>) -> bool {
+    pub fn get(&self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
         if self.shards.is_empty() {
             return false;
         }
-        let hash = hash(key);
+        let hash = mix(hash);
         self.shard(hash).get(key, hash, out)
     }
 
     /// Remember the ids of `key` (ignored when there are more than `MAX_IDS`).
     #[inline]
-    pub fn insert(&self, key: u128, ids: &[u32]) {
+    pub fn insert(&self, key: u128, hash: u64, ids: &[u32]) {
         if self.shards.is_empty() || ids.len() > MAX_IDS || key == 0 {
             return;
         }
-        let hash = hash(key);
+        let hash = mix(hash);
         self.shard(hash).insert(key, hash, ids);
     }
 
@@ -288,7 +297,7 @@ mod tests {
 
     fn lookup(cache: &SharedCache, key: u128) -> Option<Vec<u32>> {
         let mut out = Vec::new();
-        cache.get(key, &mut out).then_some(out)
+        cache.get(key, hash_packed(key), &mut out).then_some(out)
     }
 
     #[test]
@@ -300,12 +309,12 @@ mod tests {
     fn returns_what_was_inserted_and_skips_long_id_lists() {
         let cache = SharedCache::new(1 << 20);
         for i in 0..1000 {
-            cache.insert(key(i), &[i, i + 1, i + 2][..(i % 3 + 1) as usize]);
+            cache.insert(key(i), hash_packed(key(i)), &[i, i + 1, i + 2][..(i % 3 + 1) as usize]);
         }
         for i in 0..1000 {
             assert_eq!(lookup(&cache, key(i)).unwrap(), &[i, i + 1, i + 2][..(i % 3 + 1) as usize]);
         }
-        cache.insert(key(5000), &[1, 2, 3, 4]);
+        cache.insert(key(5000), hash_packed(key(5000)), &[1, 2, 3, 4]);
         assert_eq!(lookup(&cache, key(5000)), None);
         assert_eq!(cache.info().entries, 1000);
     }
@@ -315,7 +324,7 @@ mod tests {
         for budget in [256, 1024, 3000, 100_000, 1 << 20] {
             let cache = SharedCache::new(budget);
             for i in 0..50_000 {
-                cache.insert(key(i), &[i]);
+                cache.insert(key(i), hash_packed(key(i)), &[i]);
             }
             let info = cache.info();
             assert!(info.bytes <= budget, "{info:?}");
@@ -336,16 +345,16 @@ mod tests {
         // 1 KiB: 4 buckets of 8 ways. 8 pieces used often, then many seen once.
         let cache = SharedCache::new(1024);
         for i in 0..8 {
-            cache.insert(key(i), &[i]);
+            cache.insert(key(i), hash_packed(key(i)), &[i]);
         }
         for round in 0..10_000u32 {
             for i in 0..8 {
                 let mut out = Vec::new();
-                if !cache.get(key(i), &mut out) {
-                    cache.insert(key(i), &[i]);
+                if !cache.get(key(i), hash_packed(key(i)), &mut out) {
+                    cache.insert(key(i), hash_packed(key(i)), &[i]);
                 }
             }
-            cache.insert(key(100 + round), &[round]);
+            cache.insert(key(100 + round), hash_packed(key(100 + round)), &[round]);
         }
         let kept = (0..8).filter(|&i| lookup(&cache, key(i)).is_some()).count();
         assert!(kept >= 6, "only {kept} of the 8 frequent pieces kept");
@@ -361,10 +370,10 @@ mod tests {
                     for i in 0..5000 {
                         let k = key(i);
                         let mut out = Vec::new();
-                        if cache.get(k, &mut out) {
+                        if cache.get(k, hash_packed(k), &mut out) {
                             assert_eq!(out, [i, i], "thread {t}");
                         } else {
-                            cache.insert(k, &[i, i]);
+                            cache.insert(k, hash_packed(k), &[i, i]);
                         }
                     }
                 });

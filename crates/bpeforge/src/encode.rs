@@ -6,23 +6,25 @@
 //! immutable afterwards but for its piece cache (`cache.rs`), which is shared
 //! by every thread and call, so one instance serves any number of threads.
 //!
-//! Two levels of cache: each call (or worker) keeps its own small table, which
-//! answers repeats within the call without any synchronisation; on a miss
-//! there, the encoder's shared cache is asked, and only then are the merges
-//! applied (and both tables filled).
+//! Two levels of cache: each call (or worker) has a state with its own table
+//! (`piece_table.rs`), which answers repeats without any synchronisation and
+//! is kept for the next call (`pooled_state`); on a miss there, the encoder's
+//! shared cache is asked, and only then are the merges applied (and both
+//! tables filled).
 
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::bpe::{encode_piece, Scratch};
 use crate::cache::{CacheInfo, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
-use crate::packed::pack;
+use crate::packed::{hash_packed, pack_from};
 use crate::pattern::Pattern;
+use crate::piece_table::PieceTable;
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 
@@ -33,6 +35,7 @@ pub struct Encoder {
     special_ids: Vec<u32>,
     pattern: Pattern,
     cache: CacheHandle,
+    states: StatePool,
 }
 
 /// The current shared cache; `set_cache_bytes` swaps in a new one and bumps
@@ -79,7 +82,7 @@ impl Encoder {
             })
             .collect::<Result<_, _>>()?;
         let cache = CacheHandle::new(DEFAULT_CACHE_BYTES);
-        Ok(Self { vocab, specials, special_ids, pattern, cache })
+        Ok(Self { vocab, specials, special_ids, pattern, cache, states: StatePool::default() })
     }
 
     /// Replace the shared cache by an empty one of at most `bytes` (0: none;
@@ -89,11 +92,26 @@ impl Encoder {
         let mut current = self.cache.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         *current = Arc::new(SharedCache::new(bytes));
         self.cache.generation.fetch_add(1, Ordering::Release);
+        self.states.lock().clear();
     }
 
-    /// Entries, bytes, budget, hits and misses of the shared cache.
+    /// Entries, bytes, budget, hits and misses of the shared cache, and the
+    /// tables of the threads' states kept between calls.
     pub fn cache_info(&self) -> CacheInfo {
-        self.cache.get().info()
+        let mut info = self.cache.get().info();
+        let kept = self.states.lock();
+        info.thread_tables = kept.len();
+        info.thread_table_bytes = kept.iter().map(|state| state.table.bytes()).sum();
+        info
+    }
+
+    /// A state for one call (or one worker of a batch), warm from an earlier
+    /// call when one is kept: its own table then answers the text's common
+    /// pieces without asking the shared cache. It goes back when dropped,
+    /// unless the cache is off (then every call starts cold, as asked).
+    pub fn pooled_state(&self) -> PooledState<'_> {
+        let state = self.states.lock().pop().unwrap_or_default();
+        PooledState { state: Some(state), encoder: self }
     }
 
     pub fn vocab(&self) -> &Vocabulary {
@@ -116,7 +134,7 @@ impl Encoder {
     /// backtracking limit); the GPT-2 scanner and the presets do not.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, Error> {
         let mut out = Vec::with_capacity(text.len() / 4);
-        self.encode_with(text, &mut EncodeState::default(), &mut out)?;
+        self.encode_with(text, &mut self.pooled_state(), &mut out)?;
         Ok(out)
     }
 
@@ -149,43 +167,57 @@ impl Encoder {
             match piece {
                 Piece::Special(index) => out.push(self.special_ids[index]),
                 Piece::Text(document) => {
+                    let mut batch = PieceBatch::new(document.as_bytes());
                     self.pattern.for_each_piece(document, |pretoken| {
-                        self.encode_pretoken(pretoken.as_bytes(), state, out);
+                        if batch.push(pretoken.as_bytes(), &state.table) {
+                            self.encode_batch_of_pieces(&mut batch, state, out);
+                        }
                     })?;
+                    self.encode_batch_of_pieces(&mut batch, state, out);
                 }
             }
         }
         Ok(())
     }
 
+    /// Encode the pre-tokens of `batch` in order and empty it.
+    fn encode_batch_of_pieces(&self, batch: &mut PieceBatch<'_>, state: &mut EncodeState, out: &mut Vec<u32>) {
+        for i in 0..batch.len {
+            self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
+        }
+        batch.len = 0;
+    }
+
+    /// `key` is the packed pre-token (0 when it is too long to pack) and
+    /// `hash` its `hash_packed`.
     #[inline]
-    fn encode_pretoken(&self, bytes: &[u8], state: &mut EncodeState, out: &mut Vec<u32>) {
+    fn encode_pretoken(&self, bytes: &[u8], key: u128, hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
         if bytes.len() == 1 {
             out.push(self.vocab.byte_id(bytes[0]));
             return;
         }
-        let Some(key) = pack(bytes) else {
+        if key == 0 {
             return encode_piece(bytes, &self.vocab, &mut state.scratch, out);
-        };
-        if let Some(cached) = state.cache.get(key) {
-            out.extend_from_slice(cached);
+        }
+        if state.table.get(key, hash, out) {
+            state.hits += 1;
             return;
         }
         let start = out.len();
         let shared = state.shared.as_ref().map(|(_, shared)| &**shared).filter(|shared| shared.is_enabled());
         if let Some(shared) = shared {
-            if shared.get(key, out) {
+            if shared.get(key, hash, out) {
                 state.hits += 1;
-                state.cache.insert(key, &out[start..]);
+                state.table.insert(key, hash, &out[start..]);
                 return;
             }
-            state.misses += 1;
         }
+        state.misses += 1;
         encode_piece(bytes, &self.vocab, &mut state.scratch, out);
         if let Some(shared) = shared.filter(|_| !state.lookup_only) {
-            shared.insert(key, &out[start..]);
+            shared.insert(key, hash, &out[start..]);
         }
-        state.cache.insert(key, &out[start..]);
+        state.table.insert(key, hash, &out[start..]);
     }
 
     /// Encode `texts` in parallel on the current rayon pool, each worker with
@@ -199,20 +231,21 @@ impl Encoder {
         T: AsRef<str> + Sync,
         R: Send,
     {
-        self.encode_batch_from(texts, EncodeState::default, convert)
+        self.encode_batch_from(texts, || self.pooled_state(), convert)
     }
 
     /// `encode_batch` with each worker's state made by `new_state` (a private
     /// one for file encoding, see `EncodeState::private`).
-    pub fn encode_batch_from<T, R>(
+    pub fn encode_batch_from<T, R, S>(
         &self,
         texts: &[T],
-        new_state: impl Fn() -> EncodeState + Sync + Send,
+        new_state: impl Fn() -> S + Sync + Send,
         convert: impl Fn(Vec<u32>) -> R + Sync + Send,
     ) -> Result<Vec<R>, Error>
     where
         T: AsRef<str> + Sync,
         R: Send,
+        S: DerefMut<Target = EncodeState>,
     {
         texts
             .par_iter()
@@ -249,10 +282,11 @@ impl Encoder {
 #[derive(Default)]
 pub struct EncodeState {
     scratch: Scratch,
-    cache: PieceCache,
+    table: PieceTable,
     /// The shared cache and the generation it was taken at.
     shared: Option<(u64, Arc<SharedCache>)>,
-    /// Shared-cache hits and misses not yet added to its counters.
+    /// Cache hits (own table or shared) and misses not yet added to the
+    /// shared cache's counters.
     hits: u64,
     misses: u64,
     /// Read the shared cache but add nothing to it.
@@ -266,8 +300,10 @@ impl EncodeState {
     /// so that encoding allocates nothing that outlives the call: for
     /// streaming in flat memory (CS336 allows `encode_iterable` a 1 MB rise,
     /// less than the distinct pieces of a few MB of text take).
+    /// Its own table is capped at `STREAMING_TABLE_BUCKETS` for the same reason.
     pub fn lookup_only() -> Self {
-        Self { lookup_only: true, ..Self::default() }
+        let table = PieceTable::with_max_buckets(STREAMING_TABLE_BUCKETS);
+        Self { lookup_only: true, table, ..Self::default() }
     }
 
     /// A state that never touches the shared cache. File encoding uses it:
@@ -288,56 +324,102 @@ impl EncodeState {
     }
 }
 
-/// Ids of the short pre-tokens already encoded by this state. Text repeats its
-/// words, so most pre-tokens are looked up instead of merged: exact, since a
-/// pre-token's merges do not depend on its neighbours (unlike tiktoken's
-/// shortcut of emitting a whole pre-token found in the vocabulary, which
-/// can differ from merge-rank order). Bounded, so memory stays flat.
+/// 128 KiB: a lookup-only state's own table (a state per streamed chunk).
+const STREAMING_TABLE_BUCKETS: usize = 1 << 10;
+
+/// The states of finished calls. Bounded: a state holds at most a
+/// `piece_table::MAX_BUCKETS` table (2 MiB), and no more are kept than
+/// `KEPT_STATES_MAX` (in practice, as many as threads encoded at once).
 #[derive(Default)]
-struct PieceCache {
-    /// Packed pre-token -> its ids, inline when there are at most
-    /// `INLINE_IDS` (almost always), else where they start in `ids`. Inline,
-    /// a hit costs one memory access instead of two dependent ones (the
-    /// entry is 32 bytes either way: the key's alignment pads it).
-    map: FxHashMap<u128, CachedIds>,
-    ids: Vec<u32>,
+struct StatePool(Mutex<Vec<EncodeState>>);
+
+const KEPT_STATES_MAX: usize = 64;
+
+impl StatePool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<EncodeState>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
-const INLINE_IDS: usize = 3;
-
-#[derive(Clone, Copy)]
-struct CachedIds {
-    len: u32,
-    /// The ids, or `[start in PieceCache::ids, 0, 0]` when `len > INLINE_IDS`.
-    ids: [u32; INLINE_IDS],
+/// A clone is another tokenizer: it starts with no states.
+impl Clone for StatePool {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
-const CACHE_ENTRIES_MAX: usize = 1 << 16;
+impl std::fmt::Debug for StatePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatePool({} kept)", self.lock().len())
+    }
+}
 
-impl PieceCache {
-    #[inline]
-    fn get(&self, key: u128) -> Option<&[u32]> {
-        let cached = self.map.get(&key)?;
-        let len = cached.len as usize;
-        Some(if len <= INLINE_IDS {
-            &cached.ids[..len]
-        } else {
-            let start = cached.ids[0] as usize;
-            &self.ids[start..start + len]
-        })
+/// An `EncodeState` lent by `Encoder::pooled_state`, returned on drop.
+pub struct PooledState<'e> {
+    state: Option<EncodeState>,
+    encoder: &'e Encoder,
+}
+
+impl Deref for PooledState<'_> {
+    type Target = EncodeState;
+    fn deref(&self) -> &EncodeState {
+        self.state.as_ref().expect("present until dropped")
+    }
+}
+
+impl DerefMut for PooledState<'_> {
+    fn deref_mut(&mut self) -> &mut EncodeState {
+        self.state.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledState<'_> {
+    fn drop(&mut self) {
+        let Some(mut state) = self.state.take() else { return };
+        state.flush_counts();
+        if !self.encoder.cache.get().is_enabled() {
+            return;
+        }
+        let mut kept = self.encoder.states.lock();
+        if kept.len() < KEPT_STATES_MAX {
+            kept.push(state);
+        }
+    }
+}
+
+/// Pre-tokens waiting to be encoded, packed and hashed as they arrive so
+/// that the buckets they will look up are prefetched (`PieceTable::prefetch`)
+/// while the scanner finds the next ones: up to `BATCH` table lines in flight
+/// instead of one at a time.
+struct PieceBatch<'t> {
+    /// The text the pieces are slices of.
+    document: &'t [u8],
+    pieces: [&'t [u8]; BATCH],
+    keys: [u128; BATCH],
+    hashes: [u64; BATCH],
+    len: usize,
+}
+
+const BATCH: usize = 16;
+
+impl<'t> PieceBatch<'t> {
+    fn new(document: &'t [u8]) -> Self {
+        Self { document, pieces: [&[]; BATCH], keys: [0; BATCH], hashes: [0; BATCH], len: 0 }
     }
 
-    fn insert(&mut self, key: u128, ids: &[u32]) {
-        if self.map.len() < CACHE_ENTRIES_MAX {
-            let mut cached = CachedIds { len: ids.len() as u32, ids: [0; INLINE_IDS] };
-            if ids.len() <= INLINE_IDS {
-                cached.ids[..ids.len()].copy_from_slice(ids);
-            } else {
-                cached.ids[0] = self.ids.len() as u32;
-                self.ids.extend_from_slice(ids);
-            }
-            self.map.insert(key, cached);
+    /// Add a pre-token; true when the batch is full.
+    #[inline]
+    fn push(&mut self, bytes: &'t [u8], table: &PieceTable) -> bool {
+        let start = bytes.as_ptr() as usize - self.document.as_ptr() as usize;
+        let key = if bytes.len() > 1 { pack_from(self.document, start, bytes.len()).unwrap_or(0) } else { 0 };
+        let hash = if key != 0 { hash_packed(key) } else { 0 };
+        if key != 0 {
+            table.prefetch(hash);
         }
+        let i = self.len;
+        (self.pieces[i], self.keys[i], self.hashes[i]) = (bytes, key, hash);
+        self.len += 1;
+        self.len == BATCH
     }
 }
 
@@ -365,7 +447,9 @@ mod tests {
         let text: String = (0..3000).map(|i| format!(" t{} tt{}<|e|>a t\u{e9}{} ", i % 700, i % 13, i % 997)).collect();
         enc.set_cache_bytes(0);
         let expected = enc.encode(&text).unwrap();
-        assert_eq!(enc.cache_info(), CacheInfo::default());
+        let off = enc.cache_info();
+        assert_eq!((off.entries, off.bytes, off.capacity, off.thread_tables), (0, 0, 0, 0), "{off:?}");
+        assert!(off.misses > 0, "{off:?}");
         for bytes in [256, 1024, 64 << 10, DEFAULT_CACHE_BYTES] {
             enc.set_cache_bytes(bytes);
             assert_eq!(enc.encode(&text).unwrap(), expected, "cold, {bytes} bytes");
@@ -381,7 +465,12 @@ mod tests {
         enc.encode(&text).unwrap();
         let warmed = enc.cache_info();
         assert!(warmed.misses > 0 && warmed.entries > 0, "{warmed:?}");
-        std::thread::scope(|scope| scope.spawn(|| assert_eq!(enc.encode(&text).unwrap(), expected)).join().unwrap());
+        // (A fresh state: `encode` would borrow this thread's warm one, whose
+        // own table answers without asking the shared cache.)
+        let mut ids = Vec::new();
+        let fresh = || enc.encode_with(&text, &mut EncodeState::default(), &mut ids).unwrap();
+        std::thread::scope(|scope| scope.spawn(fresh).join().unwrap());
+        assert_eq!(ids, expected);
         let after = enc.cache_info();
         assert_eq!(after.misses, warmed.misses, "{after:?}");
         assert!(after.hits > warmed.hits, "{after:?}");

@@ -12,7 +12,8 @@
 //! - `train`: counting and the merge loop;
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
 //! - `ranks`: the merges a tiktoken rank table implies;
-//! - `cache`: the encoder's piece cache, kept across calls and shared by threads;
+//! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
+//!   the one kept across calls and shared by threads;
 //! - `progress`, `error`: how work reports, stops and fails.
 
 pub mod bpe;
@@ -25,6 +26,7 @@ pub mod error;
 pub mod input;
 pub mod packed;
 pub mod pattern;
+pub mod piece_table;
 pub mod pretokenize;
 pub mod progress;
 pub mod ranks;

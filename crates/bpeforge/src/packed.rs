@@ -44,6 +44,37 @@ fn load_u64(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(word)
 }
 
+/// `pack(&buffer[start..start + len])`, with one 16-byte load and a mask
+/// instead of `pack`'s branches on the length when 16 bytes can be read from
+/// `start` (so the bytes after the piece are in `buffer` and masked off).
+/// The encoder packs every pre-token of its text this way: `pack`'s length
+/// dispatch mispredicts on text and cost 3-4 ns a piece.
+#[inline]
+pub fn pack_from(buffer: &[u8], start: usize, len: usize) -> Option<u128> {
+    if len > INLINE_MAX {
+        return None;
+    }
+    match buffer.get(start..start + 16) {
+        Some(window) => {
+            let mut word = [0u8; 16];
+            word.copy_from_slice(window);
+            let bytes = u128::from_le_bytes(word) & ((1u128 << (8 * len)) - 1);
+            Some(bytes | (len as u128) << 120)
+        }
+        None => pack(&buffer[start..start + len]),
+    }
+}
+
+/// The hash of a packed key that the encoder's tables share (`cache.rs`,
+/// `piece_table.rs`): computed once per pre-token, so it is one multiply;
+/// its high bits are the well-mixed ones (Fibonacci hashing), which is what
+/// `piece_table` indexes by, and `cache` mixes further on its slower path.
+#[inline]
+pub fn hash_packed(key: u128) -> u64 {
+    let (low, high) = (key as u64, (key >> 64) as u64);
+    (low ^ high.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 pub fn unpack(key: &u128) -> ([u8; 16], usize) {
     let buf = key.to_le_bytes();
     (buf, buf[INLINE_MAX] as usize)
@@ -64,6 +95,11 @@ mod tests {
             }
         }
         assert_ne!(pack(b"a"), pack(b"a\0"));
+        for start in 0..text.len() {
+            for len in 0..=(text.len() - start).min(INLINE_MAX + 1) {
+                assert_eq!(pack_from(&text, start, len), pack(&text[start..start + len]), "{start}+{len}");
+            }
+        }
         assert_eq!(pack(&[7u8; 16]), None);
     }
 }

@@ -1,0 +1,269 @@
+//! A thread's own table of encoded pre-tokens: packed pre-token
+//! (`packed.rs`) -> ids, the first place the encoder looks.
+//!
+//! Why not a `HashMap`: warm encoding is one lookup per pre-token, and
+//! profiling showed half its time stalled on the load of the key (the
+//! distinct pieces of a few MB of text are a few MiB of table, past the L2
+//! cache, and hashbrown reads a control byte line and then a slot line).
+//! Here a lookup reads one bucket: `WAYS` slots of 32 bytes, 128 bytes
+//! aligned, whose address the hash gives before the lookup happens, so the
+//! encoder prefetches a batch of them ahead (`prefetch`) and the misses
+//! overlap instead of queueing.
+//!
+//! Bounded: the table grows from `FIRST_BUCKETS` to `MAX_BUCKETS` (2 MiB;
+//! less if asked)
+//! and then evicts. Inside a bucket a hit moves its slot one way forward
+//! (transposition), and a new piece takes the last way: frequent pieces
+//! settle in the first ways, a piece seen once is the next to go. Ids of
+//! pieces with more than `INLINE_IDS` ids live in `overflow`; when that
+//! passes `OVERFLOW_IDS_PER_SLOT` per slot the table starts over (rare: 1% of English pieces
+//! have more than 3 ids).
+//!
+//! Exact by construction: a pre-token's ids depend only on its bytes and the
+//! vocabulary, and one table serves one `Encoder`.
+
+use crate::packed::hash_packed;
+
+const INLINE_IDS: usize = 3;
+const WAYS: usize = 4;
+const FIRST_BUCKETS: usize = 256;
+/// 16 Ki buckets of 4 slots of 32 bytes: 2 MiB, 64 Ki pieces.
+pub const MAX_BUCKETS: usize = 1 << 14;
+/// Overflow ids kept per slot of the largest table (1 MiB at `MAX_BUCKETS`).
+const OVERFLOW_IDS_PER_SLOT: usize = 4;
+
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+struct Slot {
+    /// Packed pre-token; 0 is an empty slot (packed keys of 2 bytes or more
+    /// are never 0: the length is in the top byte).
+    key: u128,
+    /// The ids, or `[start in overflow, ..]` when there are more than `INLINE_IDS`.
+    ids: [u32; INLINE_IDS],
+    len: u32,
+}
+
+/// One cache line pair: a lookup touches nothing else.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(128))]
+struct Bucket([Slot; WAYS]);
+
+pub const BUCKET_BYTES: usize = std::mem::size_of::<Bucket>();
+
+pub struct PieceTable {
+    buckets: Vec<Bucket>,
+    /// The most buckets it grows to (a power of two).
+    max_buckets: usize,
+    /// `64 - log2(buckets.len())`: the bucket is the hash's top bits.
+    shift: u32,
+    entries: usize,
+    overflow: Vec<u32>,
+}
+
+impl Default for PieceTable {
+    fn default() -> Self {
+        Self::with_max_buckets(MAX_BUCKETS)
+    }
+}
+
+impl PieceTable {
+    /// A table that grows to at most `max_buckets` (rounded down to a power
+    /// of two, at least one).
+    pub fn with_max_buckets(max_buckets: usize) -> Self {
+        let max_buckets = 1 << max_buckets.max(1).ilog2();
+        Self { buckets: Vec::new(), max_buckets, shift: 0, entries: 0, overflow: Vec::new() }
+    }
+
+    /// Bytes allocated (the buckets and the overflow ids).
+    pub fn bytes(&self) -> usize {
+        self.buckets.capacity() * BUCKET_BYTES + self.overflow.capacity() * 4
+    }
+
+    #[inline]
+    fn bucket_index(&self, hash: u64) -> usize {
+        (hash >> self.shift) as usize
+    }
+
+    /// Start loading the bucket of `hash` into the cache, so that a lookup a
+    /// few pieces later finds it there. A hint only: no effect on results.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        if self.buckets.is_empty() {
+            return;
+        }
+        let bucket = &self.buckets[self.bucket_index(hash)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let line = bucket as *const Bucket as *const i8;
+            // SAFETY: prefetching is a hint that never faults; SSE is part of
+            // the x86-64 baseline, so no CPU feature check is needed. Both
+            // lines of the 128-byte bucket are asked for.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(line);
+                _mm_prefetch::<_MM_HINT_T0>(line.add(64));
+            }
+        }
+        // Elsewhere (aarch64's prefetch intrinsic is not stable yet) the
+        // lookup simply waits for its line.
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = bucket;
+    }
+
+    /// Append the ids of `key` to `out` if the table has them.
+    #[inline]
+    pub fn get(&mut self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
+        if self.buckets.is_empty() {
+            return false;
+        }
+        let index = self.bucket_index(hash);
+        let bucket = &mut self.buckets[index].0;
+        let Some(way) = bucket.iter().position(|slot| slot.key == key) else {
+            return false;
+        };
+        let slot = bucket[way];
+        let len = slot.len as usize;
+        if len == 1 {
+            // Most pieces are one token: a push, not a variable-length copy.
+            out.push(slot.ids[0]);
+        } else if len <= INLINE_IDS {
+            out.extend_from_slice(&slot.ids[..len]);
+        } else {
+            let start = slot.ids[0] as usize;
+            out.extend_from_slice(&self.overflow[start..start + len]);
+        }
+        if way > 0 {
+            bucket.swap(way, way - 1);
+        }
+        true
+    }
+
+    /// Remember the ids of `key`, evicting the last way of its bucket if full.
+    pub fn insert(&mut self, key: u128, hash: u64, ids: &[u32]) {
+        debug_assert!(key != 0 && !ids.is_empty());
+        if ids.len() > INLINE_IDS && self.overflow.len() + ids.len() > self.max_buckets * WAYS * OVERFLOW_IDS_PER_SLOT {
+            self.clear();
+        }
+        if self.buckets.is_empty() {
+            self.resize(FIRST_BUCKETS.min(self.max_buckets));
+        } else if self.buckets.len() < self.max_buckets
+            && (self.entries * 4 >= self.buckets.len() * WAYS * 3 || self.bucket_full(key, hash))
+        {
+            // Three quarters full, or this bucket is: grow rather than evict
+            // while the bound allows.
+            self.resize(self.buckets.len() * 2);
+        }
+        let mut slot = Slot { key, ids: [0; INLINE_IDS], len: ids.len() as u32 };
+        if ids.len() <= INLINE_IDS {
+            slot.ids[..ids.len()].copy_from_slice(ids);
+        } else {
+            slot.ids[0] = self.overflow.len() as u32;
+            self.overflow.extend_from_slice(ids);
+        }
+        self.place(slot, hash);
+    }
+
+    fn bucket_full(&self, key: u128, hash: u64) -> bool {
+        self.buckets[self.bucket_index(hash)].0.iter().all(|slot| slot.key != 0 && slot.key != key)
+    }
+
+    fn place(&mut self, slot: Slot, hash: u64) {
+        let index = self.bucket_index(hash);
+        let bucket = &mut self.buckets[index].0;
+        match bucket.iter().position(|resident| resident.key == 0 || resident.key == slot.key) {
+            Some(way) => {
+                if bucket[way].key == 0 {
+                    self.entries += 1;
+                }
+                bucket[way] = slot;
+            }
+            None => bucket[WAYS - 1] = slot,
+        }
+    }
+
+    fn resize(&mut self, buckets: usize) {
+        let old = std::mem::replace(&mut self.buckets, vec![Bucket::default(); buckets]);
+        self.shift = 64 - buckets.ilog2();
+        self.entries = 0;
+        // Ways in order, so each bucket's frequent pieces stay ahead.
+        for slot in old.iter().flat_map(|bucket| bucket.0).filter(|slot| slot.key != 0) {
+            self.place(slot, hash_packed(slot.key));
+        }
+    }
+
+    fn clear(&mut self) {
+        self.buckets.clear();
+        self.entries = 0;
+        self.overflow.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packed::pack;
+
+    fn key(i: u32) -> u128 {
+        pack(format!("p{i}").as_bytes()).unwrap()
+    }
+
+    fn lookup(table: &mut PieceTable, i: u32) -> Option<Vec<u32>> {
+        let mut out = Vec::new();
+        let key = key(i);
+        table.get(key, hash_packed(key), &mut out).then_some(out)
+    }
+
+    fn ids(i: u32) -> Vec<u32> {
+        (0..i % 6 + 1).map(|j| i * 10 + j).collect()
+    }
+
+    #[test]
+    fn bucket_is_two_cache_lines() {
+        assert_eq!(BUCKET_BYTES, 128);
+        assert_eq!(std::mem::align_of::<Bucket>(), 128);
+    }
+
+    #[test]
+    fn returns_what_was_inserted_and_stays_bounded() {
+        let mut table = PieceTable::default();
+        for i in 0..1000 {
+            let k = key(i);
+            table.insert(k, hash_packed(k), &ids(i));
+        }
+        for i in 0..1000 {
+            assert_eq!(lookup(&mut table, i), Some(ids(i)), "piece {i}");
+        }
+        // Far more pieces than fit: memory stops growing, what is kept is right.
+        for i in 0..500_000 {
+            let k = key(i);
+            table.insert(k, hash_packed(k), &ids(i));
+        }
+        assert!(table.buckets.len() == MAX_BUCKETS && table.entries <= MAX_BUCKETS * WAYS);
+        assert!(
+            table.bytes() <= MAX_BUCKETS * BUCKET_BYTES + MAX_BUCKETS * WAYS * OVERFLOW_IDS_PER_SLOT * 8,
+            "{}",
+            table.bytes()
+        );
+        let kept = (0..500_000).filter(|&i| lookup(&mut table, i).inspect(|got| assert_eq!(*got, ids(i))).is_some());
+        assert!(kept.count() > MAX_BUCKETS, "the table keeps a useful share");
+    }
+
+    #[test]
+    fn frequent_pieces_survive_a_stream_of_new_ones() {
+        let mut table = PieceTable::default();
+        let frequent: Vec<u32> = (0..2000).collect();
+        for round in 0..200_000u32 {
+            let i = frequent[round as usize % frequent.len()];
+            if lookup(&mut table, i).is_none() {
+                let k = key(i);
+                table.insert(k, hash_packed(k), &ids(i));
+            }
+            for new in 0..4 {
+                let k = key(1_000_000 + round * 4 + new);
+                table.insert(k, hash_packed(k), &[round]);
+            }
+        }
+        let kept = frequent.iter().filter(|&&i| lookup(&mut table, i).is_some()).count();
+        assert!(kept * 10 >= frequent.len() * 9, "only {kept} of {} frequent pieces kept", frequent.len());
+    }
+}
