@@ -40,6 +40,17 @@ pub struct Scratch {
     radix: RadixHeap,
 }
 
+impl Scratch {
+    /// Bytes its buffers hold (they grow with the longest piece encoded).
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        let radix: usize = self.radix.buckets.iter().map(Vec::capacity).sum();
+        self.parts.capacity() * size_of::<Part>()
+            + self.nodes.capacity() * size_of::<Node>()
+            + (self.heap.capacity() + radix) * size_of::<u64>()
+    }
+}
+
 /// A min-queue of `(rank, position)` keys (see `heap_key`).
 trait MinQueue {
     /// Empty the queue, then hold `keys`.

@@ -8,7 +8,7 @@
 //! encoding each file on its own, concatenated.
 
 use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
-use crate::encode::{EncodeState, Encoder};
+use crate::encode::{EncodeState, Encoder, StatePool};
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
 
@@ -32,11 +32,15 @@ pub fn encode_files<T: Send>(
     let mut chunks = CorpusChunks::new(sources, encoder.specials(), encoder.pattern().cut_before(), chunk_size);
     let batch_bytes = chunk_size.saturating_mul(2 * pool.current_num_threads());
     let mut done = 0u64;
+    // Each worker's table stays warm from one batch to the next instead of
+    // merging every chunk's distinct pieces again (measured on 100 MB of
+    // Gutenberg, 1 thread: 1.27-1.37 s against 1.42-1.51 s for the process).
+    let states = StatePool::default();
     observer.progress(Phase::Encode, 0, total_bytes)?;
     let mut batch = chunks.next_batch(batch_bytes)?;
     while !batch.is_empty() {
         let texts: Vec<&str> = batch.iter().map(|chunk| chunk.text.as_str()).collect();
-        let encode_batch = || encoder.encode_batch_from(&texts, || Box::new(EncodeState::private()), &convert);
+        let encode_batch = || encoder.encode_batch_from(&texts, || states.take(EncodeState::private, true), &convert);
         let (converted, next_batch) = pool.install(|| rayon::join(encode_batch, || chunks.next_batch(batch_bytes)));
         sink(converted?)?;
         done += batch.iter().map(|chunk| chunk.text.len() as u64).sum::<u64>();
