@@ -110,8 +110,7 @@ impl Encoder {
     /// pieces without asking the shared cache. It goes back when dropped,
     /// unless the cache is off (then every call starts cold, as asked).
     pub fn pooled_state(&self) -> PooledState<'_> {
-        let state = self.states.lock().pop().unwrap_or_default();
-        PooledState { state: Some(state), encoder: self }
+        self.states.take(EncodeState::default, self.cache.get().is_enabled())
     }
 
     pub fn vocab(&self) -> &Vocabulary {
@@ -327,17 +326,28 @@ impl EncodeState {
 /// 128 KiB: a lookup-only state's own table (a state per streamed chunk).
 const STREAMING_TABLE_BUCKETS: usize = 1 << 10;
 
-/// The states of finished calls. Bounded: a state holds at most a
-/// `piece_table::MAX_BUCKETS` table (2 MiB), and no more are kept than
-/// `KEPT_STATES_MAX` (in practice, as many as threads encoded at once).
+/// The states of finished calls, lent again to later ones so that their own
+/// tables stay warm: the encoder keeps one (`pooled_state`), and file
+/// encoding one of private states for the length of a run. Bounded: a state
+/// holds at most a `piece_table::MAX_BUCKETS` table (2 MiB), and no more are
+/// kept than `KEPT_STATES_MAX` (in practice, as many as threads encoded at
+/// once).
 #[derive(Default)]
-struct StatePool(Mutex<Vec<EncodeState>>);
+pub struct StatePool(Mutex<Vec<EncodeState>>);
 
 const KEPT_STATES_MAX: usize = 64;
+const KEPT_SCRATCH_MAX: usize = 1 << 20;
 
 impl StatePool {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<EncodeState>> {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A kept state, or `new()` if none is; `keep` says whether it comes back
+    /// when dropped.
+    pub fn take(&self, new: impl FnOnce() -> EncodeState, keep: bool) -> PooledState<'_> {
+        let state = self.lock().pop().unwrap_or_else(new);
+        PooledState { state: Some(state), pool: self, keep }
     }
 }
 
@@ -354,10 +364,11 @@ impl std::fmt::Debug for StatePool {
     }
 }
 
-/// An `EncodeState` lent by `Encoder::pooled_state`, returned on drop.
-pub struct PooledState<'e> {
+/// An `EncodeState` lent by a `StatePool`, returned on drop (if kept).
+pub struct PooledState<'p> {
     state: Option<EncodeState>,
-    encoder: &'e Encoder,
+    pool: &'p StatePool,
+    keep: bool,
 }
 
 impl Deref for PooledState<'_> {
@@ -377,10 +388,15 @@ impl Drop for PooledState<'_> {
     fn drop(&mut self) {
         let Some(mut state) = self.state.take() else { return };
         state.flush_counts();
-        if !self.encoder.cache.get().is_enabled() {
+        if !self.keep {
             return;
         }
-        let mut kept = self.encoder.states.lock();
+        if state.scratch.bytes() > KEPT_SCRATCH_MAX {
+            // A long piece (a 10 MB word) grew the merge buffers: free them
+            // rather than hold them between calls.
+            state.scratch = Scratch::default();
+        }
+        let mut kept = self.pool.lock();
         if kept.len() < KEPT_STATES_MAX {
             kept.push(state);
         }
