@@ -184,9 +184,10 @@ class Tokenizer:
         `thread_tables`, `thread_table_bytes`.
 
         The shared cache holds `entries` in `bytes`. Each thread that encodes
-        looks in its own table first (up to 2 MiB, kept between calls while
-        the cache is on: `thread_tables` of them are kept now, in
-        `thread_table_bytes`). `hits` counts the pre-tokens either answered,
+        looks in its own tables first (up to 3 MiB for pieces of 15 bytes or
+        less, 16 MiB for longer ones, kept between calls while the cache is
+        on: `thread_tables` of them are kept now, in `thread_table_bytes`).
+        `hits` counts the pre-tokens of 2 bytes or more that a cache answered,
         `misses` those whose merges were applied.
         """
         return self._core.cache_info()

@@ -189,13 +189,14 @@ pub struct CacheInfo {
     pub bytes: usize,
     /// The budget in bytes (0: no cache).
     pub capacity: usize,
-    /// Pre-tokens of 2 to 15 bytes answered from a cache: a thread's own
-    /// table (`piece_table.rs`) or this shared one.
+    /// Pre-tokens of 2 bytes or more answered from a cache: a thread's own
+    /// tables (`piece_table.rs`) or this shared one.
     pub hits: u64,
     /// Pre-tokens no cache could answer: their merges were applied.
     pub misses: u64,
     /// Threads' own tables kept between calls (`Encoder::pooled_state`), and
-    /// their bytes (each at most `piece_table::MAX_BUCKETS` buckets).
+    /// their bytes (each state at most 2 MiB of short pieces, 1 MiB of their
+    /// long id lists and `piece_table::LONG_TABLE_BYTES` of long pieces).
     pub thread_tables: usize,
     pub thread_table_bytes: usize,
 }

@@ -24,7 +24,7 @@ use crate::chunking::find_cut;
 use crate::error::Error;
 use crate::packed::{hash_packed, pack_from};
 use crate::pattern::Pattern;
-use crate::piece_table::PieceTable;
+use crate::piece_table::{LongPieceTable, PieceTable};
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 
@@ -101,7 +101,7 @@ impl Encoder {
         let mut info = self.cache.get().info();
         let kept = self.states.lock();
         info.thread_tables = kept.len();
-        info.thread_table_bytes = kept.iter().map(|state| state.table.bytes()).sum();
+        info.thread_table_bytes = kept.iter().map(|state| state.table.bytes() + state.long.bytes()).sum();
         info
     }
 
@@ -196,7 +196,7 @@ impl Encoder {
             return;
         }
         if key == 0 {
-            return encode_piece(bytes, &self.vocab, &mut state.scratch, out);
+            return self.encode_long_pretoken(bytes, state, out);
         }
         if state.table.get(key, hash, out) {
             state.hits += 1;
@@ -217,6 +217,18 @@ impl Encoder {
             shared.insert(key, hash, &out[start..]);
         }
         state.table.insert(key, hash, &out[start..]);
+    }
+
+    /// A pre-token of more than 15 bytes: the state's long-piece table, or merges.
+    fn encode_long_pretoken(&self, bytes: &[u8], state: &mut EncodeState, out: &mut Vec<u32>) {
+        if state.long.get(bytes, out) {
+            state.hits += 1;
+            return;
+        }
+        state.misses += 1;
+        let start = out.len();
+        encode_piece(bytes, &self.vocab, &mut state.scratch, out);
+        state.long.insert(bytes, &out[start..]);
     }
 
     /// Encode `texts` in parallel on the current rayon pool, each worker with
@@ -282,6 +294,7 @@ impl Encoder {
 pub struct EncodeState {
     scratch: Scratch,
     table: PieceTable,
+    long: LongPieceTable,
     /// The shared cache and the generation it was taken at.
     shared: Option<(u64, Arc<SharedCache>)>,
     /// Cache hits (own table or shared) and misses not yet added to the
@@ -302,7 +315,8 @@ impl EncodeState {
     /// Its own table is capped at `STREAMING_TABLE_BUCKETS` for the same reason.
     pub fn lookup_only() -> Self {
         let table = PieceTable::with_max_buckets(STREAMING_TABLE_BUCKETS);
-        Self { lookup_only: true, table, ..Self::default() }
+        let long = LongPieceTable::with_max_bytes(STREAMING_LONG_TABLE_BYTES);
+        Self { lookup_only: true, table, long, ..Self::default() }
     }
 
     /// A state that never touches the shared cache. File encoding uses it:
@@ -311,8 +325,11 @@ impl EncodeState {
     /// lock and every hit reads a line another core may be writing), and
     /// added its 50 MB to the peak RSS. Each worker's own table, warm over its
     /// share of a batch (megabytes of text), answers most pieces anyway.
+    /// Its long-piece table is capped at `PRIVATE_LONG_TABLE_BYTES`: a run
+    /// keeps one state per worker, and file encoding promises flat memory.
     pub fn private() -> Self {
-        Self { private: true, ..Self::default() }
+        let long = LongPieceTable::with_max_bytes(PRIVATE_LONG_TABLE_BYTES);
+        Self { private: true, long, ..Self::default() }
     }
 
     fn flush_counts(&mut self) {
@@ -325,6 +342,8 @@ impl EncodeState {
 
 /// 128 KiB: a lookup-only state's own table (a state per streamed chunk).
 const STREAMING_TABLE_BUCKETS: usize = 1 << 10;
+const STREAMING_LONG_TABLE_BYTES: usize = 128 << 10;
+const PRIVATE_LONG_TABLE_BYTES: usize = 4 << 20;
 
 /// The states of finished calls, lent again to later ones so that their own
 /// tables stay warm: the encoder keeps one (`pooled_state`), and file
