@@ -153,6 +153,20 @@ def _train_hf_files(mod: ModuleType, path: str, vocab_size: int, pattern: str) -
     return tok
 
 
+def _train_gigatoken(mod: ModuleType, path: str, vocab_size: int, pattern: str) -> Any:
+    """gigatoken reads the file itself and has no pattern option: GPT-2's only (refused otherwise).
+
+    ``tie_breaking="assembled_bytes"`` is its mode closest to CS336 (ties go to
+    the greater pair of byte strings); it still differs from the reference from
+    merge 31 of ``corpus.en`` on, so its merges are not CS336's.
+    """
+    if pattern_regex(pattern) != GPT2_PATTERN:
+        raise ValueError("gigatoken's trainer has no pattern option (GPT-2's only)")
+    from pathlib import Path
+
+    return mod.train_bpe(Path(path), vocab_size, SPECIALS, tie_breaking="assembled_bytes")
+
+
 def _sizes_hf(tok: Any) -> tuple[int, int]:
     merges = json.loads(tok.to_str())["model"]["merges"]
     return tok.get_vocab_size(), len(merges)
@@ -192,6 +206,14 @@ PEERS: dict[str, Peer] = {
             _train_hf,
             _sizes_hf,
             "train_from_iterator; " + STREAMED,
+        ),
+        Peer(
+            "gigatoken",
+            "gigatoken",
+            "gigatoken",
+            _train_gigatoken,
+            _sizes_bpeforge,
+            "reads the file itself; `tie_breaking=\"assembled_bytes\"`, which differs from CS336's tie-break",
         ),
         Peer(
             "hf-files",

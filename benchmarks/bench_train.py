@@ -5,7 +5,7 @@ alone and no trainer profits from another's warm caches. Peers are run round-rob
 when ``--repeat`` is above 1, so slow drifts in machine load hit all of them alike.
 
     python benchmarks/bench_train.py --corpus /tmp/corpora/gutenberg_10MB.txt \\
-        --vocab-size 10000 [--bytes N] [--peers bpeforge,rustbpe,bpeasy,hf] \\
+        --vocab-size 10000 [--bytes N] [--peers bpeforge,gigatoken,rustbpe,bpeasy,hf] \\
         [--repeat K] [--json results.json]
 
 A ``.xz`` corpus is decompressed (streaming) once into a temporary directory; with
@@ -32,7 +32,7 @@ from typing import IO, Any
 from _peers import EXIT_NOT_INSTALLED, PEERS, RESULT_PREFIX, SPECIALS
 
 PEERS_SCRIPT = Path(__file__).with_name("_peers.py")
-DEFAULT_PEERS = "bpeforge,rustbpe,bpeasy,hf"
+DEFAULT_PEERS = "bpeforge,gigatoken,rustbpe,bpeasy,hf"
 COPY_CHUNK = 1 << 20
 
 

@@ -4,7 +4,7 @@ Trains bpeforge and its peers with ``bench_train.py``'s machinery (one fresh pro
 run) over two grids: corpus size at a fixed vocabulary, and vocabulary size at a fixed
 corpus. Writes every result to a JSON file and draws four panels into one PNG:
 
-    python benchmarks/plot_scaling.py --sizes-mb 1,10,50,100 --vocab-sizes 1000,4000,10000,32000 \\
+    python benchmarks/plot_scaling.py --sizes-mb 1,10,50,100 --vocab-sizes 1000,4000,10000,32000,64000,128000,256000 \\
         --vocab-size 10000 --fixed-mb 10 --repeat 3 \\
         --json benchmarks/plots/scaling.json --out benchmarks/plots/scaling.png
 
@@ -53,7 +53,7 @@ from bench_train import (
 PLOTS_DIR = Path(__file__).with_name("plots")
 MB = 1_000_000
 LOG_RANGE = 10  # an axis whose values span this factor or more is drawn log-scaled
-COLORS = dict(zip(PEERS, ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd"]))
+COLORS = dict(zip(PEERS, ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]))
 
 Point = dict[str, Any]  # one grid point: size_mb, vocab_size, grid, corpus_bytes, rows (one per peer)
 
@@ -70,7 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, help="default: gutenberg_500MB.txt from /tmp/corpora, else the .xz")
     parser.add_argument("--sizes-mb", type=_numbers, default=[1, 10, 50, 100], help="corpus grid, MB (10^6 bytes)")
-    parser.add_argument("--vocab-sizes", type=_ints, default=[1000, 4000, 10000, 32000], help="vocabulary grid")
+    parser.add_argument(
+        "--vocab-sizes", type=_ints, default=[1000, 4000, 10000, 32000, 64000, 128000, 256000], help="vocabulary grid"
+    )
     parser.add_argument("--vocab-size", type=int, default=10000, help="vocabulary of the corpus grid")
     parser.add_argument("--fixed-mb", type=float, default=10, help="corpus MB of the vocabulary grid")
     parser.add_argument("--peers", default=DEFAULT_PEERS, help=f"from {','.join(PEERS)}")

@@ -10,7 +10,7 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use crate::packed::{pack, unpack};
+use crate::packed::{pack, pack_from, unpack};
 
 /// Counts of distinct pre-tokens. `L` is how a long pre-token is held: a
 /// borrowed slice of the chunk while counting one batch, an owned box in the
@@ -60,6 +60,16 @@ impl<'a> CountTable<&'a [u8]> {
         match pack(pretoken) {
             Some(key) => *self.short.entry(key).or_insert(0) += n,
             None => *self.long.entry(pretoken).or_insert(0) += n,
+        }
+    }
+
+    /// `add(&text[start..start + len], 1)`, packing with one load from `text`
+    /// (`packed::pack_from`): counting packs every pre-token of the corpus.
+    #[inline]
+    pub fn add_one_at(&mut self, text: &'a [u8], start: usize, len: usize) {
+        match pack_from(text, start, len) {
+            Some(key) => *self.short.entry(key).or_insert(0) += 1,
+            None => *self.long.entry(&text[start..start + len]).or_insert(0) += 1,
         }
     }
 
