@@ -213,7 +213,7 @@ PEERS: dict[str, Peer] = {
             "gigatoken",
             _train_gigatoken,
             _sizes_bpeforge,
-            "reads the file itself; `tie_breaking=\"assembled_bytes\"`, which differs from CS336's tie-break",
+            'reads the file itself; `tie_breaking="assembled_bytes"`, which differs from CS336\'s tie-break',
         ),
         Peer(
             "hf-files",
