@@ -42,6 +42,14 @@ impl WordStore {
         self.symbols(word).windows(2).map(|w| (w[0], w[1]))
     }
 
+    /// Make `word`'s symbols `symbols`, no more of them than it has now.
+    pub fn replace(&mut self, word: u32, symbols: &[u32]) {
+        let (start, len) = self.spans[word as usize];
+        assert!(symbols.len() <= len as usize, "a word only shrinks");
+        self.symbols[start..start + symbols.len()].copy_from_slice(symbols);
+        self.spans[word as usize].1 = symbols.len() as u32;
+    }
+
     /// Merge `pair` into `new` inside one word (see `merge_symbols`).
     pub fn merge(&mut self, word: u32, pair: Pair, new: u32, changed: impl FnMut(Pair, i64)) {
         let (start, len) = self.spans[word as usize];
