@@ -14,6 +14,7 @@
 //! - `ranks`: the merges a tiktoken rank table implies;
 //! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
 //!   the one kept across calls and shared by threads;
+//! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
 //! - `progress`, `error`: how work reports, stops and fails.
 
 pub mod bpe;
@@ -27,6 +28,7 @@ pub mod input;
 pub mod packed;
 pub mod pattern;
 pub mod piece_table;
+pub mod prefetch;
 pub mod pretokenize;
 pub mod progress;
 pub mod ranks;

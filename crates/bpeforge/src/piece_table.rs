@@ -25,6 +25,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::packed::hash_packed;
+use crate::prefetch::prefetch;
 
 const INLINE_IDS: usize = 3;
 const WAYS: usize = 4;
@@ -90,26 +91,11 @@ impl PieceTable {
     /// few pieces later finds it there. A hint only: no effect on results.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
-        if self.buckets.is_empty() {
-            return;
+        if let Some(bucket) = self.buckets.get(self.bucket_index(hash)) {
+            // Both lines of the 128-byte bucket.
+            prefetch(&bucket.0[0]);
+            prefetch(&bucket.0[WAYS / 2]);
         }
-        let bucket = &self.buckets[self.bucket_index(hash)];
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let line = bucket as *const Bucket as *const i8;
-            // SAFETY: prefetching is a hint that never faults; SSE is part of
-            // the x86-64 baseline, so no CPU feature check is needed. Both
-            // lines of the 128-byte bucket are asked for.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(line);
-                _mm_prefetch::<_MM_HINT_T0>(line.add(64));
-            }
-        }
-        // Elsewhere (aarch64's prefetch intrinsic is not stable yet) the
-        // lookup simply waits for its line.
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = bucket;
     }
 
     /// Append the ids of `key` to `out` if the table has them.

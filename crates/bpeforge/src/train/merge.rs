@@ -18,19 +18,17 @@
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::queue::{Candidate, MergeQueue};
 use super::table::PretokenCounts;
-use super::word::{merge_symbols, Pair, WordStore};
+use super::word::{Pair, WordStore};
 use crate::error::Error;
+use crate::prefetch::prefetch;
 use crate::progress::{Observer, Phase};
 
-/// Merges held by at least this many words update them in parallel; for
-/// fewer, handing out the work costs more than it saves.
-const PARALLEL_MIN_WORDS: usize = 4096;
-const WORDS_PER_TASK: usize = 1024;
+/// How many holders ahead `apply` prefetches.
+const PREFETCH_AHEAD: usize = 8;
 
 /// One learned merge: the bytes of its left and right tokens.
 pub type Merge = (Arc<[u8]>, Arc<[u8]>);
@@ -44,14 +42,11 @@ pub struct MergeLimits {
     pub max_token_length: Option<usize>,
 }
 
-/// Learn up to `max_merges` merges from the pre-token table, in order. A
-/// merge held by many words updates them on every thread of `pool`; the
-/// result is the same for any number of threads (see `apply_parallel`).
+/// Learn up to `max_merges` merges from the pre-token table, in order.
 pub fn learn_merges(
     counts: PretokenCounts,
     max_merges: usize,
     limits: MergeLimits,
-    pool: &rayon::ThreadPool,
     observer: &dyn Observer,
 ) -> Result<Vec<Merge>, Error> {
     let mut state = MergeState::new(counts, limits.max_token_length);
@@ -64,7 +59,7 @@ pub fn learn_merges(
             break;
         }
         merges.push((state.symbols[pair.0 as usize].clone(), state.symbols[pair.1 as usize].clone()));
-        state.apply(pair, pool);
+        state.apply(pair);
         if merges.len() % 64 == 0 {
             observer.progress(Phase::Merge, merges.len() as u64, max_merges as u64)?;
         }
@@ -165,14 +160,39 @@ impl MergeState {
     }
 
     /// Merge `pair` in every word that holds it and update the counts.
-    fn apply(&mut self, pair: Pair, pool: &rayon::ThreadPool) {
+    fn apply(&mut self, pair: Pair) {
         let new = self.symbol_for_merge(pair);
         let holders = self.pair_words.remove(&pair).unwrap_or_default();
         self.merges_done += 1;
-        if holders.len() >= PARALLEL_MIN_WORDS && pool.current_num_threads() > 1 {
-            self.apply_parallel(pair, new, holders, pool);
-        } else {
-            self.apply_serial(pair, new, &holders);
+        let stamp = self.merges_done;
+        let Self { words, word_counts, pair_words, visited, deltas, .. } = self;
+        for (i, &index) in holders.iter().enumerate() {
+            // The holders are scattered over the arena and each visit was a
+            // chain of cache misses (span, then symbols), most of the loop's
+            // time: ask for the span, stamp and count of a word two steps
+            // ahead, and for the symbols of the word one step ahead, whose
+            // span has arrived by then.
+            if let Some(&ahead) = holders.get(i + 2 * PREFETCH_AHEAD) {
+                words.prefetch_span(ahead);
+                prefetch(&visited[ahead as usize]);
+                prefetch(&word_counts[ahead as usize]);
+            }
+            if let Some(&ahead) = holders.get(i + PREFETCH_AHEAD) {
+                words.prefetch_symbols(ahead);
+            }
+            if std::mem::replace(&mut visited[index as usize], stamp) == stamp {
+                continue;
+            }
+            let count = word_counts[index as usize] as i64;
+            words.merge(index, pair, new, |changed, delta| {
+                *deltas.entry(changed).or_insert(0) += delta * count;
+                if delta > 0 {
+                    let holders = pair_words.entry(changed).or_default();
+                    if holders.last() != Some(&index) {
+                        holders.push(index);
+                    }
+                }
+            });
         }
         self.pair_counts.remove(&pair);
         let mut deltas = std::mem::take(&mut self.deltas);
@@ -182,52 +202,6 @@ impl MergeState {
             }
         }
         self.deltas = deltas;
-    }
-
-    fn apply_serial(&mut self, pair: Pair, new: u32, holders: &[u32]) {
-        let stamp = self.merges_done;
-        let Self { words, word_counts, pair_words, visited, deltas, .. } = self;
-        for &index in holders {
-            if std::mem::replace(&mut visited[index as usize], stamp) == stamp {
-                continue;
-            }
-            let count = word_counts[index as usize] as i64;
-            words.merge(index, pair, new, |changed, delta| {
-                *deltas.entry(changed).or_insert(0) += delta * count;
-                if delta > 0 {
-                    record_holder(pair_words, changed, index);
-                }
-            });
-        }
-    }
-
-    /// `apply_serial` with the words merged on every thread: each task
-    /// merges a run of words into buffers of its own (`WordUpdates`), and the
-    /// updates are then written back one run after the other, in the order
-    /// of `holders`. So the store, the counts and every holder list end up
-    /// exactly as the serial loop leaves them, for any number of threads.
-    /// Early merges touch a large share of the words (profiled at 100 MB /
-    /// 10k: scanning the words for the pair was 44% of the merge loop,
-    /// reading their spans and stamps 18%), so that scan runs in parallel.
-    /// Measured there on this 2-core VM: the merges held by 4096 words or
-    /// more took 0.15-0.22 s of work on 1 thread, 0.13-0.155 s on 2 (the
-    /// scan waits on memory), and they are a third of the loop; the rest is
-    /// the tail of small merges, serial.
-    fn apply_parallel(&mut self, pair: Pair, new: u32, holders: Vec<u32>, pool: &rayon::ThreadPool) {
-        let stamp = self.merges_done;
-        let visited = &mut self.visited;
-        let unique: Vec<u32> = holders
-            .into_iter()
-            .filter(|&index| std::mem::replace(&mut visited[index as usize], stamp) != stamp)
-            .collect();
-        let (words, word_counts) = (&self.words, &self.word_counts);
-        let updates: Vec<WordUpdates> = pool.install(|| {
-            let per_task = (unique.len() / (4 * pool.current_num_threads())).max(WORDS_PER_TASK);
-            unique.par_chunks(per_task).map(|run| WordUpdates::new(words, word_counts, run, pair, new)).collect()
-        });
-        for update in updates {
-            update.write_back(self);
-        }
     }
 
     fn apply_delta(&mut self, pair: Pair, delta: i64) {
@@ -256,97 +230,10 @@ impl MergeState {
     }
 }
 
-/// Remember that `word` now holds `pair` (once, if it was the last one added).
-fn record_holder(pair_words: &mut FxHashMap<Pair, Vec<u32>>, pair: Pair, word: u32) {
-    let holders = pair_words.entry(pair).or_default();
-    if holders.last() != Some(&word) {
-        holders.push(word);
-    }
-}
-
-/// What merging one pair does to a run of words, computed without writing
-/// to the store (so that runs can be computed on several threads at once).
-struct WordUpdates {
-    /// Words the merge changed, with their new length; their symbols follow
-    /// one another in `symbols`.
-    changed_words: Vec<(u32, usize)>,
-    symbols: Vec<u32>,
-    deltas: FxHashMap<Pair, i64>,
-    /// `(pair, word)`: the word gained the pair, in the serial loop's order.
-    gained: Vec<(Pair, u32)>,
-}
-
-impl WordUpdates {
-    fn new(words: &WordStore, word_counts: &[u64], run: &[u32], pair: Pair, new: u32) -> Self {
-        let mut updates =
-            Self { changed_words: Vec::new(), symbols: Vec::new(), deltas: FxHashMap::default(), gained: Vec::new() };
-        for &index in run {
-            let count = word_counts[index as usize] as i64;
-            let original = words.symbols(index);
-            let start = updates.symbols.len();
-            updates.symbols.extend_from_slice(original);
-            let Self { symbols, deltas, gained, .. } = &mut updates;
-            let len = merge_symbols(&mut symbols[start..], pair, new, |changed, delta| {
-                *deltas.entry(changed).or_insert(0) += delta * count;
-                if delta > 0 {
-                    gained.push((changed, index));
-                }
-            });
-            if len == original.len() {
-                updates.symbols.truncate(start);
-            } else {
-                updates.symbols.truncate(start + len);
-                updates.changed_words.push((index, len));
-            }
-        }
-        updates
-    }
-
-    fn write_back(self, state: &mut MergeState) {
-        let mut offset = 0;
-        for (index, len) in self.changed_words {
-            state.words.replace(index, &self.symbols[offset..offset + len]);
-            offset += len;
-        }
-        for (changed, delta) in self.deltas {
-            *state.deltas.entry(changed).or_insert(0) += delta;
-        }
-        for (pair, word) in self.gained {
-            record_holder(&mut state.pair_words, pair, word);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::progress::Silent;
-
-    fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
-    }
-
-    #[test]
-    fn same_merges_for_any_number_of_threads() {
-        // 30,000 words of four letters: each early pair is held by a third of
-        // them, far more than PARALLEL_MIN_WORDS, so those merges run in parallel.
-        let mut seed = 7u64;
-        let mut next = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
-        let mut counts = PretokenCounts::default();
-        for _ in 0..30_000 {
-            let word: Vec<u8> = (0..3 + next() % 9).map(|_| b"abcd"[next() % 4]).collect();
-            counts.insert(&word, 1 + (next() % 50) as u64);
-        }
-        let learn = |threads| learn_merges(counts.clone(), 400, MergeLimits::default(), &pool(threads), &Silent);
-        let serial = learn(1).unwrap();
-        assert_eq!(serial.len(), 400);
-        for threads in [2, 3, 8] {
-            assert_eq!(learn(threads).unwrap(), serial, "{threads} threads");
-        }
-    }
 
     fn table(words: &[(&str, u64)]) -> PretokenCounts {
         let mut table = PretokenCounts::default();
@@ -357,7 +244,7 @@ mod tests {
     }
 
     fn learned(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String)> {
-        let merges = learn_merges(table(words), max_merges, MergeLimits::default(), &pool(1), &Silent).unwrap();
+        let merges = learn_merges(table(words), max_merges, MergeLimits::default(), &Silent).unwrap();
         merges
             .iter()
             .map(|(l, r)| (String::from_utf8(l.to_vec()).unwrap(), String::from_utf8(r.to_vec()).unwrap()))
@@ -390,7 +277,7 @@ mod tests {
     fn limits_stop_early_or_skip_long_tokens() {
         let words = [("low", 5), ("lower", 2), ("widest", 3), ("newest", 6)];
         let limited = |limits| {
-            let merges = learn_merges(table(&words), 12, limits, &pool(1), &Silent).unwrap();
+            let merges = learn_merges(table(&words), 12, limits, &Silent).unwrap();
             merges.iter().map(|(l, r)| [&**l, &**r].concat()).collect::<Vec<_>>()
         };
         // Counts of the CS336 example's merges: st 9, est 9, ow 7, low 7, west 6, ne 6, ...

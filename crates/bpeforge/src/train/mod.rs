@@ -178,8 +178,7 @@ pub fn train_from_counts(
     let started = Instant::now();
     let limits =
         merge::MergeLimits { min_frequency: options.min_frequency, max_token_length: options.max_token_length };
-    let pool = build_pool(options.num_threads)?;
-    let merges = merge::learn_merges(counted.counts, max_merges, limits, &pool, observer)?;
+    let merges = merge::learn_merges(counted.counts, max_merges, limits, observer)?;
     stats.merge_time = started.elapsed();
     let vocab = layout_vocab(&merges, specials.tokens());
     Ok(TrainResult { vocab, merges, stats })

@@ -5,6 +5,8 @@
 //! merge loop a cache miss; with the arena, the loop's visits in word order
 //! walk memory forward.
 
+use crate::prefetch::prefetch;
+
 /// A pair of adjacent symbols.
 pub type Pair = (u32, u32);
 
@@ -42,12 +44,22 @@ impl WordStore {
         self.symbols(word).windows(2).map(|w| (w[0], w[1]))
     }
 
-    /// Make `word`'s symbols `symbols`, no more of them than it has now.
-    pub fn replace(&mut self, word: u32, symbols: &[u32]) {
-        let (start, len) = self.spans[word as usize];
-        assert!(symbols.len() <= len as usize, "a word only shrinks");
-        self.symbols[start..start + symbols.len()].copy_from_slice(symbols);
-        self.spans[word as usize].1 = symbols.len() as u32;
+    /// Hint that `word`'s symbols will be read soon (its span should be in
+    /// cache by then: see `prefetch_span`).
+    #[inline]
+    pub fn prefetch_symbols(&self, word: u32) {
+        if let Some(&(start, _)) = self.spans.get(word as usize) {
+            if let Some(first) = self.symbols.get(start) {
+                prefetch(first);
+            }
+        }
+    }
+
+    #[inline]
+    pub fn prefetch_span(&self, word: u32) {
+        if let Some(span) = self.spans.get(word as usize) {
+            prefetch(span);
+        }
     }
 
     /// Merge `pair` into `new` inside one word (see `merge_symbols`).
