@@ -38,7 +38,8 @@ def documents(name: str) -> list[bytes]:
     if path.suffix == ".xz":
         import lzma
 
-        data = lzma.open(path).read()
+        with lzma.open(path) as f:
+            data = f.read()
     else:
         data = path.read_bytes()
     return data.split(SEPARATOR)
