@@ -518,6 +518,26 @@ mod tests {
     }
 
     #[test]
+    fn long_pieces_give_the_same_ids_when_their_table_fills() {
+        let enc = encoder();
+        // 4,000 distinct pre-tokens of 18-21 bytes (a space, 16 t's, a
+        // letter code): about 560 KB in a long-piece table, several times
+        // what a streaming state's holds, so it fills, turns pieces away and
+        // starts over while encoding.
+        let code = |i: usize| (0..3).map(|d| (b'a' + (i / 26usize.pow(d) % 26) as u8) as char).collect::<String>();
+        let text: String = (0..4000).map(|i| format!(" {}{}", "t".repeat(16), code(i))).collect();
+        enc.set_cache_bytes(0);
+        let expected = enc.encode(&text).unwrap();
+        let mut small = EncodeState::lookup_only();
+        for round in 0..3 {
+            let mut ids = Vec::new();
+            enc.encode_with(&text, &mut small, &mut ids).unwrap();
+            assert_eq!(ids, expected, "round {round}");
+        }
+        assert!(small.long.bytes() <= STREAMING_LONG_TABLE_BYTES);
+    }
+
+    #[test]
     fn decode_concatenates_and_rejects_unknown_ids() {
         let enc = encoder();
         assert_eq!(enc.decode_bytes(&[b'a' as u32, 256, 257]).unwrap(), b"a t<|e|>");
