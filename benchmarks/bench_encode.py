@@ -40,9 +40,11 @@ from typing import Any
 
 from _encode_peers import IDS_TYPECODE, LOAD_REPEAT, PEERS, SPECIALS_BY_ENCODING, WORST_CASES, WORST_SIZES
 from _peers import EXIT_NOT_INSTALLED
+from _spawn import MARK as SPAWN_MARK
 from bench_train import _cpu_model, _git_revision, _parse_result, prepare_corpus
 
 CHILD_SCRIPT = Path(__file__).with_name("_encode_peers.py")
+SPAWN_SCRIPT = Path(__file__).with_name("_spawn.py")
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 PLAIN_DIR = Path("/tmp/corpora")
 XZ_DIR = DATA_DIR / "corpora"
@@ -632,16 +634,20 @@ def _save_bpeforge_gpt2(source: dict, directory: Path) -> None:
 
 
 def _timed_process(cmd: list[str], threads: int) -> dict[str, Any]:
-    """Wall seconds and peak RSS (MiB) of one child process, from ``wait4``'s resource usage."""
+    """Wall seconds and peak RSS (MiB) of one process, its RSS measured by ``_spawn.py`` (see there why a
+    plain ``wait4`` here would add this parent's memory to it; it did, up to 1.2 GiB, before 2026-11-23)."""
     env = {**os.environ, "RAYON_NUM_THREADS": str(threads)}
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(
+        [sys.executable, str(SPAWN_SCRIPT), *cmd], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     seconds = time.perf_counter() - start
-    error = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
-    if os.waitstatus_to_exitcode(status) != 0:
-        return {"error": (error or ["failed"])[-1]}
-    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024}
+    lines = proc.stderr.decode(errors="replace").strip().splitlines()
+    peaks = [int(line[len(SPAWN_MARK) :]) for line in lines if line.startswith(SPAWN_MARK)]
+    errors = [line for line in lines if not line.startswith(SPAWN_MARK)]
+    if proc.returncode != 0 or not peaks:
+        return {"error": (errors or ["failed"])[-1]}
+    return {"seconds": seconds, "peak_rss_mib": peaks[-1] / 1024}
 
 
 def render_files(files: dict[str, Any]) -> list[str]:

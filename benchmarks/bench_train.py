@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from _peers import EXIT_NOT_INSTALLED, PEERS, RESULT_PREFIX, SPECIALS
+from _spawn import MARK as SPAWN_MARK
 
 PEERS_SCRIPT = Path(__file__).with_name("_peers.py")
+SPAWN_SCRIPT = Path(__file__).with_name("_spawn.py")
 DEFAULT_PEERS = "bpeforge,gigatoken,rustbpe,bpeasy,hf"
 COPY_CHUNK = 1 << 20
 
@@ -142,7 +144,10 @@ def run_child(
 
     A run longer than ``timeout`` seconds is killed and reported as ``timeout``.
     """
-    cmd = [sys.executable, str(PEERS_SCRIPT), peer, str(corpus), str(vocab_size), pattern]
+    # Through `_spawn.py`, so that the child's own peak RSS (which it reports) does not start from this
+    # process's (see there).
+    cmd = [sys.executable, str(SPAWN_SCRIPT), sys.executable, str(PEERS_SCRIPT), peer, str(corpus), str(vocab_size)]
+    cmd.append(pattern)
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
@@ -153,7 +158,8 @@ def run_child(
         return {"status": "not installed"}
     result = _parse_result(proc.stdout)
     if proc.returncode != 0 or result is None:
-        lines = proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"]
+        lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith(SPAWN_MARK)]
+        lines = lines or [f"exit code {proc.returncode}"]
         return {"status": "failed", "error": lines[-1]}
     return {"status": "ok", "total_s": total_s, **result}
 
