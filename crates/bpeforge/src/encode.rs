@@ -22,7 +22,7 @@ use crate::bpe::{encode_piece, Scratch};
 use crate::cache::{CacheInfo, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
-use crate::packed::{hash_packed, pack_from};
+use crate::packed::{hash_packed, pack_in};
 use crate::pattern::Pattern;
 use crate::piece_table::{LongPieceTable, PieceTable};
 use crate::specials::{Piece, SpecialSplitter};
@@ -445,10 +445,10 @@ impl<'t> PieceBatch<'t> {
     /// Add a pre-token; true when the batch is full.
     #[inline]
     fn push(&mut self, bytes: &'t [u8], table: &PieceTable) -> bool {
-        let start = bytes.as_ptr() as usize - self.document.as_ptr() as usize;
-        let key = if bytes.len() > 1 { pack_from(self.document, start, bytes.len()).unwrap_or(0) } else { 0 };
-        let hash = if key != 0 { hash_packed(key) } else { 0 };
+        let key = if bytes.len() > 1 { pack_in(self.document, bytes).unwrap_or(0) } else { 0 };
+        let mut hash = 0;
         if key != 0 {
+            hash = hash_packed(key);
             table.prefetch(hash);
         }
         let i = self.len;

@@ -71,9 +71,10 @@ impl Default for PieceTable {
 
 impl PieceTable {
     /// A table that grows to at most `max_buckets` (rounded down to a power
-    /// of two, at least one).
+    /// of two, at least two: the bucket index is the hash shifted right by
+    /// `64 - log2(buckets)`, and a shift by 64 would overflow).
     pub fn with_max_buckets(max_buckets: usize) -> Self {
-        let max_buckets = 1 << max_buckets.max(1).ilog2();
+        let max_buckets = 1 << max_buckets.max(2).ilog2();
         Self { buckets: Vec::new(), max_buckets, shift: 0, entries: 0, overflow: Vec::new() }
     }
 

@@ -95,11 +95,7 @@ pub fn count_text<'a>(
     pattern: &Pattern,
     counts: &mut CountTable<&'a [u8]>,
 ) -> Result<(), Error> {
-    let bytes = text.as_bytes();
-    for_each_pretoken(text, specials, pattern, |pretoken| {
-        let start = pretoken.as_ptr() as usize - bytes.as_ptr() as usize;
-        counts.add_one_at(bytes, start, pretoken.len());
-    })
+    for_each_pretoken(text, specials, pattern, |pretoken| counts.add(text.as_bytes(), pretoken.as_bytes(), 1))
 }
 
 /// Add the pre-tokens of `texts`, each a whole document (as if separated by a
@@ -142,9 +138,8 @@ fn count_batch_profiled<'a, T: AsRef<str> + Sync>(
         .try_fold(start, |(mut counts, mut pretokenize, mut count), text| {
             let mut pieces = Vec::new();
             timed(&mut pretokenize, || for_each_pretoken(text.as_ref(), specials, pattern, |p| pieces.push(p)))?;
-            let bytes = text.as_ref().as_bytes();
-            let start_of = |piece: &str| piece.as_ptr() as usize - bytes.as_ptr() as usize;
-            timed(&mut count, || pieces.iter().for_each(|p| counts.add_one_at(bytes, start_of(p), p.len())));
+            let text = text.as_ref().as_bytes();
+            timed(&mut count, || pieces.iter().for_each(|piece| counts.add(text, piece.as_bytes(), 1)));
             Ok((counts, pretokenize, count))
         })
         .try_reduce(start, |a, b| Ok((a.0.merge(b.0), a.1 + b.1, a.2 + b.2)))

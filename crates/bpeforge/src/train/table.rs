@@ -10,7 +10,7 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use crate::packed::{pack, pack_from, unpack};
+use crate::packed::{pack, pack_in, unpack};
 
 /// Counts of distinct pre-tokens. `L` is how a long pre-token is held: a
 /// borrowed slice of the chunk while counting one batch, an owned box in the
@@ -55,21 +55,14 @@ impl<L: Eq + Hash> CountTable<L> {
 }
 
 impl<'a> CountTable<&'a [u8]> {
+    /// Count `pretoken` `n` times; `text` is the text it was cut from, which
+    /// lets it be packed with one load (`packed::pack_in`: counting packs
+    /// every pre-token of the corpus).
     #[inline]
-    pub fn add(&mut self, pretoken: &'a [u8], n: u64) {
-        match pack(pretoken) {
+    pub fn add(&mut self, text: &[u8], pretoken: &'a [u8], n: u64) {
+        match pack_in(text, pretoken) {
             Some(key) => *self.short.entry(key).or_insert(0) += n,
             None => *self.long.entry(pretoken).or_insert(0) += n,
-        }
-    }
-
-    /// `add(&text[start..start + len], 1)`, packing with one load from `text`
-    /// (`packed::pack_from`): counting packs every pre-token of the corpus.
-    #[inline]
-    pub fn add_one_at(&mut self, text: &'a [u8], start: usize, len: usize) {
-        match pack_from(text, start, len) {
-            Some(key) => *self.short.entry(key).or_insert(0) += 1,
-            None => *self.long.entry(&text[start..start + len]).or_insert(0) += 1,
         }
     }
 
@@ -141,7 +134,7 @@ mod tests {
         let long = b"sixteen bytes!!!".as_slice(); // 16 bytes: the long map
         let mut batch = CountTable::<&[u8]>::default();
         for token in [b"a".as_slice(), b"a\0", b"", long, b"a", long] {
-            batch.add(token, 1);
+            batch.add(token, token, 1);
         }
         let mut table = PretokenCounts::default();
         table.absorb(batch);
@@ -155,9 +148,9 @@ mod tests {
     fn merge_adds_counts() {
         let mut a = CountTable::<&[u8]>::default();
         let mut b = CountTable::<&[u8]>::default();
-        a.add(b"x", 2);
-        b.add(b"x", 3);
-        b.add(b"y", 1);
+        a.add(b"x", b"x", 2);
+        b.add(b"x", b"x", 3);
+        b.add(b"y", b"y", 1);
         let mut table = PretokenCounts::default();
         table.absorb(a.merge(b));
         assert_eq!(sorted(&table), vec![(b"x".to_vec(), 5), (b"y".to_vec(), 1)]);
