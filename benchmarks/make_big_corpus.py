@@ -1,5 +1,5 @@
 """Write a large benchmark corpus from the shared ones: each round is every shared corpus with its documents
-in another seeded order, until the file reaches the size asked for.
+in another seeded order, in whole rounds until the file reaches the size asked for.
 
     python benchmarks/make_big_corpus.py --gb 5 --out /tmp/corpora/big_5GB.txt
 
@@ -15,6 +15,7 @@ import random
 from pathlib import Path
 
 from bench_encode import locate_corpus
+from bpeforge.outputs import check_output, open_atomically
 
 SEPARATOR = b"\n<|endoftext|>\n"
 CORPORA = ("gutenberg", "20news", "multilingual")
@@ -28,8 +29,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.gb <= 0:
         parser.error("--gb must be positive")
-    if args.out.exists() and not args.force:
-        parser.error(f"{args.out} exists; pass --force to replace it")
+    try:
+        # The product's own output policy: never over a source corpus, a
+        # directory or an existing file without --force.
+        check_output(args.out, inputs=[locate_corpus(name) for name in CORPORA], overwrite=args.force)
+    except (ValueError, OSError) as exc:  # UnsafeOutputError, FileExistsError
+        parser.error(str(exc))
     return args
 
 
@@ -50,8 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     target = int(args.gb * 1e9)
     corpora = {name: documents(name) for name in CORPORA}
     written, rounds = 0, 0
-    partial = args.out.with_name(f".{args.out.name}.partial")
-    with open(partial, "wb") as out:
+    with open_atomically(args.out) as out:
         while written < target:
             for name, docs in corpora.items():
                 order = list(range(len(docs)))
@@ -61,7 +65,6 @@ def main(argv: list[str] | None = None) -> None:
                         written += out.write(SEPARATOR)
                     written += out.write(docs[i])
             rounds += 1
-    partial.replace(args.out)
     print(f"wrote {args.out}: {written:,} bytes, {rounds} round(s) of {', '.join(CORPORA)} in shuffled orders")
 
 
