@@ -182,6 +182,9 @@ impl Encoder {
     /// Encode the pre-tokens of `batch` in order and empty it.
     fn encode_batch_of_pieces(&self, batch: &mut PieceBatch<'_>, state: &mut EncodeState, out: &mut Vec<u32>) {
         for i in 0..batch.len {
+            if i + L1_AHEAD < batch.len {
+                state.table.prefetch(batch.hashes[i + L1_AHEAD]);
+            }
             self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
         }
         batch.len = 0;
@@ -348,7 +351,7 @@ const PRIVATE_LONG_TABLE_BYTES: usize = 4 << 20;
 /// The states of finished calls, lent again to later ones so that their own
 /// tables stay warm: the encoder keeps one (`pooled_state`), and file
 /// encoding one of private states for the length of a run. Bounded: a state
-/// holds at most a `piece_table::MAX_BUCKETS` table (2 MiB), and no more are
+/// holds at most a `piece_table::MAX_BUCKETS` table (8 MiB), and no more are
 /// kept than `KEPT_STATES_MAX` (in practice, as many as threads encoded at
 /// once).
 #[derive(Default)]
@@ -423,9 +426,10 @@ impl Drop for PooledState<'_> {
 }
 
 /// Pre-tokens waiting to be encoded, packed and hashed as they arrive so
-/// that the buckets they will look up are prefetched (`PieceTable::prefetch`)
-/// while the scanner finds the next ones: up to `BATCH` table lines in flight
-/// instead of one at a time.
+/// that the buckets they will look up are prefetched while the scanner finds
+/// the next ones, in two steps as gigatoken does: into L2 as a piece joins
+/// the batch (`BATCH` pieces, hundreds of cycles ahead: enough for a memory
+/// access), then into L1 `L1_AHEAD` pieces before its lookup.
 struct PieceBatch<'t> {
     /// The text the pieces are slices of.
     document: &'t [u8],
@@ -435,7 +439,8 @@ struct PieceBatch<'t> {
     len: usize,
 }
 
-const BATCH: usize = 16;
+const BATCH: usize = 256;
+const L1_AHEAD: usize = 4;
 
 impl<'t> PieceBatch<'t> {
     fn new(document: &'t [u8]) -> Self {
@@ -449,7 +454,7 @@ impl<'t> PieceBatch<'t> {
         let mut hash = 0;
         if key != 0 {
             hash = hash_packed(key);
-            table.prefetch(hash);
+            table.prefetch_l2(hash);
         }
         let i = self.len;
         (self.pieces[i], self.keys[i], self.hashes[i]) = (bytes, key, hash);
