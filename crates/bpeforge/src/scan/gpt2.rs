@@ -9,8 +9,10 @@
 //!   starts none of them either, so the whitespace alternatives decide.
 //! - (5-6) `\s+(?!\S)|\s+`: see `whitespace_end` (no newline rule, no `$`).
 
+use super::blocks::{after, apply_contractions, before};
+use super::classify::Masks;
 use super::{ascii_flags_at, char_at, letter_run, number_run, other_run, whitespace_end};
-use crate::charclass::{LETTER, NUMBER, SPACE};
+use crate::charclass::{ASCII, LETTER, NUMBER, SPACE};
 
 pub(crate) struct Gpt2;
 
@@ -18,6 +20,31 @@ impl super::Scanner for Gpt2 {
     #[inline(always)]
     fn piece_end(bytes: &[u8], start: usize) -> usize {
         piece_end(bytes, start)
+    }
+
+    const HAS_BLOCK_RULES: bool = true;
+
+    /// In ASCII, with "word" a byte that is not `\s` (letter, digit or other):
+    /// - a word byte starts a piece unless it continues a run of its class
+    ///   (letters, digits, others) or follows U+0020, which it takes as its
+    ///   prefix (that space then starts the piece: the byte before it is a
+    ///   word byte, or the space ends a run of spaces, as below);
+    /// - a space starts a piece after a word byte (runs stop at spaces);
+    /// - inside a run of spaces, the last one starts a piece when a word
+    ///   byte follows (`\s+(?!\S)` gives the run back one char: it then
+    ///   prefixes the word if it is U+0020, or is a piece of its own);
+    /// - a contraction at a piece start is a piece (`apply_contractions`).
+    #[inline(always)]
+    fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+        let word = !masks.space;
+        let other = word & !(masks.letter | masks.digit);
+        let same_run =
+            (masks.letter & before(masks.letter)) | (masks.digit & before(masks.digit)) | (other & before(other));
+        let ahead_is_word = ASCII[(ahead & 0x7F) as usize] & SPACE == 0;
+        let starts = (word & !before(masks.blank) & !same_run)
+            | (masks.space & before(word))
+            | (masks.space & before(masks.space) & after(word, ahead_is_word));
+        apply_contractions(bytes, start, starts | 1, masks, trusted, |rest| contraction_len(rest).unwrap_or(0))
     }
 }
 

@@ -24,9 +24,14 @@
 //! in `tests/test_scanners.py` (every code point in several contexts, random
 //! Unicode, corpora) and against fancy-regex by `fuzz/fuzz_targets/pretokenize.rs`.
 
+mod blocks;
 pub(crate) mod cl100k;
+mod classify;
 pub(crate) mod gpt2;
 pub(crate) mod o200k;
+
+pub(crate) use blocks::for_each_piece;
+use classify::Masks;
 
 use crate::charclass::{flags_beyond_ascii, Flags, ASCII, CR_LF, LETTER, LOWER, NUMBER, SPACE};
 
@@ -35,21 +40,17 @@ pub(crate) trait Scanner {
     /// End (exclusive) of the piece that starts at byte `start` of `bytes`
     /// (valid UTF-8, `start` a char boundary before its end).
     fn piece_end(bytes: &[u8], start: usize) -> usize;
-}
 
-/// Call `visit` with each piece of `text` as scanner `S` splits it.
-#[inline(always)]
-pub(crate) fn for_each_piece<'t, S: Scanner>(text: &'t str, mut visit: impl FnMut(&'t str)) {
-    // Scanning the rest of the text from its start, rather than the whole
-    // text from an offset, leaves one char-boundary check a piece (in
-    // `split_at`) and lets the scanner's index arithmetic start at 0.
-    let mut rest = text;
-    while !rest.is_empty() {
-        let end = S::piece_end(rest.as_bytes(), 0);
-        debug_assert!(end > 0);
-        let (piece, tail) = rest.split_at(end);
-        visit(piece);
-        rest = tail;
+    /// Whether the family has `block_starts` (the scanning loop asks at
+    /// compile time).
+    const HAS_BLOCK_RULES: bool = false;
+
+    /// The piece starts among the 64 bytes at `start` (a piece start), bit
+    /// `i` for byte `start + i`, from their `masks` and the byte after them,
+    /// `ahead`. Only the bits below `trusted` are used: those whose bytes
+    /// `i - 1..=i + 1` are ASCII (see `blocks.rs`).
+    fn block_starts(_bytes: &[u8], _start: usize, _masks: &Masks, _ahead: u8, _trusted: usize) -> u64 {
+        unreachable!("only called where HAS_BLOCK_RULES")
     }
 }
 

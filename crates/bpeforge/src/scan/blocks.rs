@@ -1,0 +1,226 @@
+//! The scanning loop: 64 bytes at a time where a family has block rules and
+//! the text is ASCII, one piece at a time (`Scanner::piece_end`) elsewhere.
+//!
+//! Why: the char-by-char scanners branch on the class of every piece's first
+//! chars, and in English text the next piece's class is as good as random,
+//! so those branches mispredict a few times a piece. Here a window of 64
+//! bytes is classified into bitmasks (`classify.rs`) and the family's rules
+//! turn them into a mask of piece starts (`Scanner::block_starts`) with word
+//! operations; the pieces are then the spans between set bits.
+//!
+//! The rules are exact only where they can see every byte they depend on
+//! as ASCII: the start status of byte `i` depends on bytes `i - 1..=i + 1`
+//! (and a contraction's on the two after its apostrophe), so a window is
+//! trusted up to two bytes before its first non-ASCII byte. Each window
+//! begins at a known piece start (bit 0) and the next one at the last start
+//! it found, so no state crosses windows; where a window yields no whole
+//! piece (a piece of 64 bytes or more, or non-ASCII text) the char-by-char
+//! scanner takes over past the bytes that stopped it. Both paths give the
+//! same pieces: `tests` below compare them on generated text, and every
+//! preset's scanner is checked against `regex` in `tests/test_scanners.py`.
+
+use super::classify::{classify, Masks, BLOCK};
+use super::Scanner;
+
+/// Bytes a window reads: the block and one byte of look-ahead.
+const WINDOW: usize = BLOCK + 1;
+/// The longest char-by-char turn after windows that met non-ASCII: 4 KiB.
+const MAX_SCALAR_TURN_SHIFT: usize = 6;
+
+/// Call `visit` with each piece of `text` as scanner `S` splits it.
+#[inline(always)]
+pub(crate) fn for_each_piece<'t, S: Scanner>(text: &'t str, mut visit: impl FnMut(&'t str)) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    // The char-by-char scanner's turn lasts until here.
+    let mut scalar_until = 0;
+    // Windows in a row that met non-ASCII: in Cyrillic or CJK text nearly
+    // every one does, and classifying them only to hand them over cost a
+    // fifth of the scanning time, so each such window lengthens the next
+    // char-by-char turn (up to `MAX_SCALAR_TURN`); an ASCII window resets it.
+    let mut windows_stopped = 0;
+    while start < bytes.len() {
+        if S::HAS_BLOCK_RULES && start >= scalar_until && start + WINDOW <= bytes.len() {
+            let (starts, mut stopped_at) = window_starts::<S>(bytes, start);
+            if stopped_at > start {
+                stopped_at = stopped_at.max(start + (BLOCK << windows_stopped.min(MAX_SCALAR_TURN_SHIFT)));
+                windows_stopped += 1;
+            } else {
+                windows_stopped = 0;
+            }
+            let last = 63 - starts.leading_zeros() as usize;
+            let mut rest = starts & !1;
+            let mut from = start;
+            while rest != 0 {
+                let to = start + rest.trailing_zeros() as usize;
+                visit(&text[from..to]);
+                from = to;
+                rest &= rest - 1;
+            }
+            debug_assert_eq!(from, start + last);
+            start = from;
+            scalar_until = stopped_at;
+            if last > 0 {
+                continue;
+            }
+        }
+        let end = S::piece_end(bytes, start);
+        debug_assert!(end > start);
+        visit(&text[start..end]);
+        start = end;
+    }
+}
+
+/// The piece starts of the window at `start` that its ASCII bytes decide
+/// (bit `i` for byte `start + i`; bit 0 always set), and where the
+/// char-by-char scanner should take over if the window stopped short: past
+/// its last non-ASCII byte, or `start` when it did not stop.
+#[inline(always)]
+fn window_starts<S: Scanner>(bytes: &[u8], start: usize) -> (u64, usize) {
+    let block: &[u8; BLOCK] = bytes[start..start + BLOCK].try_into().expect("a whole block");
+    let masks = classify(block);
+    let ahead = bytes[start + BLOCK];
+    // Bits below `trusted` have all of bytes `i - 1..=i + 1` in ASCII.
+    let (trusted, stopped_at) = if masks.non_ascii != 0 {
+        let first = masks.non_ascii.trailing_zeros() as usize;
+        let last = 63 - masks.non_ascii.leading_zeros() as usize;
+        (first.saturating_sub(1), start + last + 1)
+    } else if ahead >= 0x80 {
+        (BLOCK - 1, start + WINDOW)
+    } else {
+        (BLOCK, start)
+    };
+    let starts = S::block_starts(bytes, start, &masks, ahead, trusted) & below(trusted);
+    (starts | 1, stopped_at)
+}
+
+/// The bits below `n` (`n <= 64`).
+#[inline(always)]
+pub(crate) fn below(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// Masks shifted so that bit `i` holds byte `i - 1`'s bit (0 at bit 0: the
+/// byte before a window is never looked at; bit 0 is a start anyway).
+#[inline(always)]
+pub(crate) fn before(mask: u64) -> u64 {
+    mask << 1
+}
+
+/// Masks shifted so that bit `i` holds byte `i + 1`'s bit; `ahead_bit` is
+/// that of the byte after the block.
+#[inline(always)]
+pub(crate) fn after(mask: u64, ahead_bit: bool) -> u64 {
+    (mask >> 1) | (ahead_bit as u64) << 63
+}
+
+/// Apply contractions to `starts`: at each start on an apostrophe that
+/// `suffix_len` recognises (the letters after it), the piece is the
+/// contraction and the next one starts right after it. A contraction that
+/// would end at or past `trusted` ends the window at its apostrophe instead
+/// (the next window then begins there).
+#[inline(always)]
+pub(crate) fn apply_contractions(
+    bytes: &[u8],
+    start: usize,
+    mut starts: u64,
+    masks: &Masks,
+    trusted: usize,
+    suffix_len: impl Fn(&[u8]) -> usize,
+) -> u64 {
+    let mut apostrophes = masks.apostrophe & starts & below(trusted);
+    while apostrophes != 0 {
+        let at = apostrophes.trailing_zeros() as usize;
+        apostrophes &= apostrophes - 1;
+        let letters = suffix_len(&bytes[start + at + 1..]);
+        if letters == 0 {
+            continue;
+        }
+        let end = at + 1 + letters;
+        if end >= trusted {
+            return starts & below(at + 1);
+        }
+        starts = starts & !(below(end) & !below(at + 1)) | 1 << end;
+    }
+    starts
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scan::gpt2::Gpt2;
+    use crate::scan::Scanner;
+
+    /// The pieces of the char-by-char scanner alone.
+    fn scalar_pieces<S: Scanner>(text: &str) -> Vec<&str> {
+        let (bytes, mut start, mut out) = (text.as_bytes(), 0, Vec::new());
+        while start < bytes.len() {
+            let end = S::piece_end(bytes, start);
+            out.push(&text[start..end]);
+            start = end;
+        }
+        out
+    }
+
+    fn block_pieces<S: Scanner>(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        super::for_each_piece::<S>(text, |piece| out.push(piece));
+        out
+    }
+
+    /// Texts of 0-400 chars drawn from fragments that meet every rule:
+    /// words, contractions (and near-misses), runs of each kind of space,
+    /// digits, punctuation, and non-ASCII letters, marks and spaces.
+    fn generated_texts(count: usize) -> impl Iterator<Item = String> {
+        const FRAGMENTS: &[&str] = &[
+            "a", "Z", "word", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \t", "\x0B", "\x0C", "1", "2024", " 7",
+            ".", ",", "!?", "'", "''", "'s", "'t", "'re", "'ve", "'ll", "'d", "'m", "'S", "'l", "'r", "'v", "don't",
+            "it's", " 's", "x'", "é", "日本", "\u{3000}", "\u{301}", "١٢", "—", "\u{A0}", "ſ", "a'ſ",
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        (0..count).map(move |i| {
+            // Mostly ASCII, so most windows take the block path.
+            let ascii_only = i % 4 != 0;
+            let pieces = (next() % 120) as usize;
+            let mut text = String::new();
+            while text.chars().count() < pieces * 3 {
+                let fragment = FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize];
+                if !ascii_only || fragment.is_ascii() {
+                    text.push_str(fragment);
+                }
+            }
+            text
+        })
+    }
+
+    #[test]
+    fn gpt2_blocks_give_the_char_by_char_pieces() {
+        for text in generated_texts(20_000) {
+            assert_eq!(block_pieces::<Gpt2>(&text), scalar_pieces::<Gpt2>(&text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn long_pieces_and_windows_that_end_in_a_contraction() {
+        let cases = [
+            "x".repeat(200),
+            " ".repeat(130) + "y",
+            format!("{}'s{}", "a ".repeat(31), " b".repeat(40)),
+            format!("{}'ll{}", "a".repeat(61), " b".repeat(40)),
+            format!("{}é{}", "ab ".repeat(30), " cd".repeat(30)),
+            "\n".repeat(70) + &"z ".repeat(40),
+        ];
+        for text in &cases {
+            assert_eq!(block_pieces::<Gpt2>(text), scalar_pieces::<Gpt2>(text), "{text:?}");
+        }
+    }
+}
