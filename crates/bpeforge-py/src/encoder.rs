@@ -51,7 +51,7 @@ impl PyEncoder {
     /// end). Stretches end where more text cannot change the ids before them
     /// (`stable_prefix_len`), so the ids equal one call's.
     fn encode_interruptible(&self, py: Python<'_>, text: &str, fill_cache: bool) -> PyResult<Vec<u32>> {
-        let mut ids = Vec::with_capacity(text.len() / 4);
+        let mut ids = Vec::with_capacity(text.len() / 2 + 16);
         let (mut pooled, mut lookup_only);
         let state: &mut EncodeState = if fill_cache {
             pooled = self.inner.pooled_state();
