@@ -17,7 +17,7 @@ use crate::progress::{Observer, Phase};
 use crate::specials::{Piece, SpecialSplitter};
 
 use super::profile::{timed, CountProfile};
-use super::table::{CountTable, PretokenCounts};
+use super::table::{CountTable, Pending, PretokenCounts};
 
 /// How one corpus is counted: its pre-tokenizer and special tokens, the read
 /// chunk size, and whether to split the batches' time (`profile.rs`).
@@ -82,7 +82,12 @@ fn for_each_pretoken<'a>(
 ) -> Result<(), Error> {
     for piece in specials.split(text) {
         if let Piece::Text(document) = piece {
-            pattern.for_each_piece(document, &mut visit)?;
+            // A closure rather than `&mut visit`, whose call shim was not inlined.
+            pattern.for_each_piece(
+                document,
+                #[inline(always)]
+                |pretoken| visit(pretoken),
+            )?;
         }
     }
     Ok(())
@@ -95,7 +100,17 @@ pub fn count_text<'a>(
     pattern: &Pattern,
     counts: &mut CountTable<&'a [u8]>,
 ) -> Result<(), Error> {
-    for_each_pretoken(text, specials, pattern, |pretoken| counts.add(text.as_bytes(), pretoken.as_bytes(), 1))
+    let mut pending = Pending::default();
+    for_each_pretoken(
+        text,
+        specials,
+        pattern,
+        // Inlined into the scanning loop (as a call it saved registers a piece).
+        #[inline(always)]
+        |pretoken| counts.add_soon(text.as_bytes(), pretoken.as_bytes(), &mut pending),
+    )?;
+    counts.add_pending(&mut pending);
+    Ok(())
 }
 
 /// Add the pre-tokens of `texts`, each a whole document (as if separated by a

@@ -14,6 +14,7 @@ pub mod counts_file;
 pub mod merge;
 pub mod profile;
 pub mod queue;
+pub mod short_counts;
 pub mod table;
 pub mod word;
 

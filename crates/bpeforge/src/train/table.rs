@@ -3,21 +3,23 @@
 //! Most pre-tokens are short, so one of up to 15 bytes is keyed by its packed
 //! `u128` form (`packed.rs`): hashing and comparing it is two word operations,
 //! with no pointer to chase into the text and no `memcmp` call. Counting spent
-//! most of its time there with `&[u8]` keys. Longer pre-tokens go to a map
-//! keyed by their bytes.
+//! most of its time there with `&[u8]` keys. Those go to `ShortCounts`, whose
+//! slots counting prefetches a batch ahead (`Pending`); longer pre-tokens go
+//! to a map keyed by their bytes.
 
 use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use crate::packed::{pack, pack_in, unpack};
+use super::short_counts::ShortCounts;
+use crate::packed::{hash_packed, pack, pack_in, unpack};
 
 /// Counts of distinct pre-tokens. `L` is how a long pre-token is held: a
 /// borrowed slice of the chunk while counting one batch, an owned box in the
 /// corpus-wide table. Counts are u64: a large corpus overflows 32 bits.
 #[derive(Debug, Clone)]
 pub struct CountTable<L> {
-    short: FxHashMap<u128, u64>,
+    short: ShortCounts,
     long: FxHashMap<L, u64>,
 }
 
@@ -26,7 +28,7 @@ pub type PretokenCounts = CountTable<Box<[u8]>>;
 
 impl<L> Default for CountTable<L> {
     fn default() -> Self {
-        Self { short: FxHashMap::default(), long: FxHashMap::default() }
+        Self { short: ShortCounts::default(), long: FxHashMap::default() }
     }
 }
 
@@ -44,8 +46,8 @@ impl<L: Eq + Hash> CountTable<L> {
     where
         L: AsRef<[u8]>,
     {
-        for (key, &n) in &self.short {
-            let (buf, len) = unpack(key);
+        for (key, n) in self.short.iter() {
+            let (buf, len) = unpack(&key);
             visit(&buf[..len], n);
         }
         for (bytes, &n) in &self.long {
@@ -61,17 +63,41 @@ impl<'a> CountTable<&'a [u8]> {
     #[inline]
     pub fn add(&mut self, text: &[u8], pretoken: &'a [u8], n: u64) {
         match pack_in(text, pretoken) {
-            Some(key) => *self.short.entry(key).or_insert(0) += n,
+            Some(key) => self.short.add(key, n),
             None => *self.long.entry(pretoken).or_insert(0) += n,
         }
+    }
+
+    /// Count `pretoken` once, soon: a short one waits in `pending` with its
+    /// slot prefetched, and is counted when `pending` fills (`add_pending`;
+    /// call it once more at the end).
+    #[inline(always)]
+    pub fn add_soon(&mut self, text: &[u8], pretoken: &'a [u8], pending: &mut Pending) {
+        let Some(key) = pack_in(text, pretoken) else {
+            *self.long.entry(pretoken).or_insert(0) += 1;
+            return;
+        };
+        let hash = hash_packed(key);
+        self.short.prefetch(hash);
+        pending.keys[pending.len] = (key, hash);
+        pending.len += 1;
+        if pending.len == PENDING {
+            self.add_pending(pending);
+        }
+    }
+
+    /// Count the pre-tokens waiting in `pending` and empty it.
+    pub fn add_pending(&mut self, pending: &mut Pending) {
+        for &(key, hash) in &pending.keys[..pending.len] {
+            self.short.add_hashed(key, hash, 1);
+        }
+        pending.len = 0;
     }
 
     /// Add `other` into `self` (the larger of the two is kept and grown).
     pub fn merge(self, other: Self) -> Self {
         let (mut big, small) = if self.len() >= other.len() { (self, other) } else { (other, self) };
-        for (key, n) in small.short {
-            *big.short.entry(key).or_insert(0) += n;
-        }
+        big.short.absorb(&small.short);
         for (bytes, n) in small.long {
             *big.long.entry(bytes).or_insert(0) += n;
         }
@@ -79,12 +105,25 @@ impl<'a> CountTable<&'a [u8]> {
     }
 }
 
+/// Short pre-tokens waiting to be counted (`CountTable::add_soon`): enough
+/// that a slot prefetched as a piece joins is in cache when it is counted.
+pub struct Pending {
+    keys: [(u128, u64); PENDING],
+    len: usize,
+}
+
+const PENDING: usize = 32;
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self { keys: [(0, 0); PENDING], len: 0 }
+    }
+}
+
 impl PretokenCounts {
     /// Add a batch's borrowed counts, copying only pre-tokens not seen before.
     pub fn absorb(&mut self, batch: CountTable<&[u8]>) {
-        for (key, n) in batch.short {
-            *self.short.entry(key).or_insert(0) += n;
-        }
+        self.short.absorb(&batch.short);
         for (bytes, n) in batch.long {
             match self.long.get_mut(bytes) {
                 Some(total) => *total += n,
@@ -99,18 +138,17 @@ impl PretokenCounts {
     pub fn insert(&mut self, pretoken: &[u8], n: u64) {
         // Counting text cannot reach 2^64 occurrences; `add_checked` is for
         // counts that come from files.
-        let total = match pack(pretoken) {
-            Some(key) => self.short.entry(key).or_insert(0),
-            None => self.long.entry(pretoken.into()).or_insert(0),
-        };
-        *total += n;
+        match pack(pretoken) {
+            Some(key) => self.short.add(key, n),
+            None => *self.long.entry(pretoken.into()).or_insert(0) += n,
+        }
     }
 
     /// Add a count read from a file or another table; `None` if the sum
     /// would overflow u64 (the table is then left unchanged for that entry).
     pub fn add_checked(&mut self, pretoken: &[u8], n: u64) -> Option<()> {
         let total = match pack(pretoken) {
-            Some(key) => self.short.entry(key).or_insert(0),
+            Some(key) => self.short.count_mut(key, hash_packed(key)),
             None => self.long.entry(pretoken.into()).or_insert(0),
         };
         *total = total.checked_add(n)?;
