@@ -83,6 +83,7 @@ fn for_each_pretoken<'a>(
     for piece in specials.split(text) {
         if let Piece::Text(document) = piece {
             // A closure rather than `&mut visit`, whose call shim was not inlined.
+            #[allow(clippy::redundant_closure)]
             pattern.for_each_piece(
                 document,
                 #[inline(always)]

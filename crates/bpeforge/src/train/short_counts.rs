@@ -51,6 +51,10 @@ impl ShortCounts {
         self.len + self.empty.is_some() as usize
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     #[inline(always)]
     fn first_slot(&self, hash: u64) -> usize {
         (hash >> self.shift) as usize
