@@ -119,8 +119,9 @@ pub(crate) fn after(mask: u64, ahead_bit: bool) -> u64 {
 }
 
 /// Apply contractions to `starts`: at each start on an apostrophe that
-/// `suffix_len` recognises (the letters after it), the piece is the
-/// contraction and the next one starts right after it. A contraction that
+/// `suffix_len(bytes, index)` recognises (it returns the number of letters
+/// after the apostrophe at `index`, or 0), the piece is the contraction and
+/// the next one starts right after it. A contraction that
 /// would end at or past `trusted` ends the window at its apostrophe instead
 /// (the next window then begins there).
 #[inline(always)]
@@ -130,13 +131,13 @@ pub(crate) fn apply_contractions(
     mut starts: u64,
     masks: &Masks,
     trusted: usize,
-    suffix_len: impl Fn(&[u8]) -> usize,
+    suffix_len: impl Fn(&[u8], usize) -> usize,
 ) -> u64 {
     let mut apostrophes = masks.apostrophe & starts & below(trusted);
     while apostrophes != 0 {
         let at = apostrophes.trailing_zeros() as usize;
         apostrophes &= apostrophes - 1;
-        let letters = suffix_len(&bytes[start + at + 1..]);
+        let letters = suffix_len(bytes, start + at);
         if letters == 0 {
             continue;
         }
@@ -151,6 +152,7 @@ pub(crate) fn apply_contractions(
 
 #[cfg(test)]
 mod tests {
+    use crate::scan::cl100k::{Cl100k, Llama3, Qwen2};
     use crate::scan::gpt2::Gpt2;
     use crate::scan::Scanner;
 
@@ -178,7 +180,8 @@ mod tests {
         const FRAGMENTS: &[&str] = &[
             "a", "Z", "word", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \t", "\x0B", "\x0C", "1", "2024", " 7",
             ".", ",", "!?", "'", "''", "'s", "'t", "'re", "'ve", "'ll", "'d", "'m", "'S", "'l", "'r", "'v", "don't",
-            "it's", " 's", "x'", "é", "日本", "\u{3000}", "\u{301}", "١٢", "—", "\u{A0}", "ſ", "a'ſ",
+            "it's", " 's", "x'", "é", "日本", "\u{3000}", "\u{301}", "١٢", "—", "\u{A0}", "ſ", "a'ſ", "12345678",
+            ".\n", " .", "..", "\n  ", ".'s", "x.y", "\t.", "'RE", " \n", "\r", "-",
         ];
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
@@ -202,11 +205,22 @@ mod tests {
         })
     }
 
+    fn blocks_give_the_char_by_char_pieces<S: Scanner>() {
+        for text in generated_texts(20_000) {
+            assert_eq!(block_pieces::<S>(&text), scalar_pieces::<S>(&text), "{text:?}");
+        }
+    }
+
     #[test]
     fn gpt2_blocks_give_the_char_by_char_pieces() {
-        for text in generated_texts(20_000) {
-            assert_eq!(block_pieces::<Gpt2>(&text), scalar_pieces::<Gpt2>(&text), "{text:?}");
-        }
+        blocks_give_the_char_by_char_pieces::<Gpt2>();
+    }
+
+    #[test]
+    fn cl100k_family_blocks_give_the_char_by_char_pieces() {
+        blocks_give_the_char_by_char_pieces::<Cl100k>();
+        blocks_give_the_char_by_char_pieces::<Llama3>();
+        blocks_give_the_char_by_char_pieces::<Qwen2>();
     }
 
     #[test]
@@ -221,6 +235,7 @@ mod tests {
         ];
         for text in &cases {
             assert_eq!(block_pieces::<Gpt2>(text), scalar_pieces::<Gpt2>(text), "{text:?}");
+            assert_eq!(block_pieces::<Cl100k>(text), scalar_pieces::<Cl100k>(text), "{text:?}");
         }
     }
 }

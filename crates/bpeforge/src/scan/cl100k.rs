@@ -30,11 +30,13 @@
 //! contraction follows; then an X char followed by a letter 2; a P char 4;
 //! a space followed by a P char 4; any other whitespace 5-8.
 
+use super::blocks::{after, apply_contractions, before, below};
+use super::classify::Masks;
 use super::{
     ascii_flags_at, byte_run, char_at, char_or_end, contraction_ci, digits_end, is_other, letter_run, other_run,
     whitespace_end, Scanner,
 };
-use crate::charclass::{CR_LF, LETTER, NUMBER, SPACE};
+use crate::charclass::{ASCII, CR_LF, LETTER, NUMBER, SPACE};
 
 /// cl100k: digits in threes, `\s++$`.
 pub(crate) struct Cl100k;
@@ -48,12 +50,26 @@ impl Scanner for Cl100k {
     fn piece_end(bytes: &[u8], start: usize) -> usize {
         piece_end::<3, true>(bytes, start)
     }
+
+    const HAS_BLOCK_RULES: bool = true;
+
+    #[inline(always)]
+    fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+        block_starts::<3>(bytes, start, masks, ahead, trusted)
+    }
 }
 
 impl Scanner for Llama3 {
     #[inline(always)]
     fn piece_end(bytes: &[u8], start: usize) -> usize {
         piece_end::<3, false>(bytes, start)
+    }
+
+    const HAS_BLOCK_RULES: bool = true;
+
+    #[inline(always)]
+    fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+        block_starts::<3>(bytes, start, masks, ahead, trusted)
     }
 }
 
@@ -62,6 +78,101 @@ impl Scanner for Qwen2 {
     fn piece_end(bytes: &[u8], start: usize) -> usize {
         piece_end::<1, false>(bytes, start)
     }
+
+    const HAS_BLOCK_RULES: bool = true;
+
+    #[inline(always)]
+    fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+        block_starts::<1>(bytes, start, masks, ahead, trusted)
+    }
+}
+
+/// The piece starts of a block (`Scanner::block_starts`), `DIGITS` the
+/// longest digit piece. In ASCII, with W the whitespace, NL its CR and LF,
+/// Q the rest of it, and O the other chars (the P of the alternatives above):
+/// - (2) a letter run starts a piece, or the char before it does when that
+///   char may lead it: a Q char (the last of a whitespace run always starts
+///   a piece), or an O char that is a run of its own and follows no U+0020
+///   (one after U+0020 is taken by (4) from the space);
+/// - (3) a digit run starts a piece, and again every `DIGITS` digits;
+/// - (4) an O run starts a piece, or the U+0020 before it does;
+/// - (6-8) a whitespace run starts a piece after a letter or a digit; after
+///   an O run, whose piece takes the CR/LF right after it, at its first Q
+///   char; inside a run, the last of two or more Q chars before a non-space
+///   starts one (`\s+(?!\S)` gives it back), and so does the Q char after
+///   the run's last CR/LF (`\s*[\r\n]` ends there), found by a loop over
+///   the Q chars after CR/LF (one or two a line of text);
+/// - (1) a contraction at a piece start is a piece (`apply_contractions`).
+#[inline(always)]
+fn block_starts<const DIGITS: usize>(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+    let (letter, digit, space, blank) = (masks.letter, masks.digit, masks.space, masks.blank);
+    let q = space & !masks.newline;
+    let other = !(letter | digit | space);
+    let ahead_flags = ASCII[(ahead & 0x7F) as usize];
+    let ahead_letter = ahead_flags & LETTER != 0;
+    let ahead_other = ahead_flags & (LETTER | NUMBER | SPACE) == 0;
+    let ahead_word = ahead_flags & SPACE == 0;
+
+    let letter_runs = letter & !before(letter);
+    let leaders = q | (other & !before(other) & !before(blank));
+    let letter_run_ahead = ahead_letter && letter >> 63 == 0;
+    let mut starts = (letter_runs & !before(leaders)) | (leaders & after(letter_runs, letter_run_ahead));
+
+    starts |= digit_starts::<DIGITS>(digit);
+
+    let other_runs = other & !before(other);
+    let other_run_ahead = ahead_other && other >> 63 == 0;
+    starts |= (other_runs & !before(blank)) | (blank & after(other_runs, other_run_ahead));
+
+    starts |= space & before(letter | digit);
+    starts |= q & before(other);
+    starts |= q & before(q) & after(!space, ahead_word);
+    let mut trusted = trusted;
+    let mut after_newlines = q & before(masks.newline) & below(trusted);
+    while after_newlines != 0 {
+        let at = after_newlines.trailing_zeros() as usize;
+        after_newlines &= after_newlines - 1;
+        // Where the Q chars from `at` end (64: past the block).
+        let q_end = at + (!(q >> at)).trailing_zeros().min(64 - at as u32) as usize;
+        if q_end >= 64 || q_end > trusted {
+            // What follows decides, and it is not seen: the window ends here.
+            trusted = at;
+            break;
+        }
+        let before_word = (!space >> q_end) & 1 == 1;
+        // The CR/LF run before `at` follows an O char, whose piece took it.
+        let not_newline_below = !masks.newline & below(at);
+        let newlines_after_other =
+            not_newline_below != 0 && (other >> (63 - not_newline_below.leading_zeros())) & 1 == 1;
+        if before_word || newlines_after_other {
+            starts |= 1 << at;
+        }
+    }
+    let starts = apply_contractions(bytes, start, starts | 1, masks, trusted, |bytes, at| {
+        contraction_ci(bytes, at).saturating_sub(1)
+    });
+    starts & below(trusted)
+}
+
+/// Digit piece starts: each run's start, and every `DIGITS` digits after it.
+#[inline(always)]
+fn digit_starts<const DIGITS: usize>(digit: u64) -> u64 {
+    if DIGITS == 1 {
+        return digit;
+    }
+    let run_starts = digit & !before(digit);
+    let mut starts = run_starts;
+    // Runs longer than `DIGITS` (rare in prose).
+    let mut long_runs = run_starts & (digit >> DIGITS);
+    while long_runs != 0 {
+        let at = long_runs.trailing_zeros() as usize;
+        long_runs &= long_runs - 1;
+        let len = (!(digit >> at)).trailing_zeros().min(64 - at as u32) as usize;
+        for k in (DIGITS..len).step_by(DIGITS) {
+            starts |= 1 << (at + k);
+        }
+    }
+    starts
 }
 
 /// End (exclusive) of the piece that starts at byte `start`: `DIGITS` is the

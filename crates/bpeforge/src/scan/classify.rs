@@ -24,6 +24,8 @@ pub(crate) struct Masks {
     pub space: u64,
     /// U+0020 alone, the optional prefix of the presets' runs.
     pub blank: u64,
+    /// CR and LF, which the cl100k and o200k families treat apart.
+    pub newline: u64,
     pub apostrophe: u64,
     /// Bytes of 0x80 and above.
     pub non_ascii: u64,
@@ -58,6 +60,7 @@ pub(crate) fn classify_bytes(block: &[u8; BLOCK]) -> Masks {
         mark(&mut masks.digit, flags & NUMBER != 0);
         mark(&mut masks.space, flags & SPACE != 0);
         mark(&mut masks.blank, b == b' ');
+        mark(&mut masks.newline, b == b'\r' || b == b'\n');
         mark(&mut masks.apostrophe, b == b'\'');
     }
     masks
@@ -101,6 +104,7 @@ mod sse2 {
                 let blank = equal(x, b' ');
                 masks.space |= (in_range(x, b'\t', 5) | blank) << shift;
                 masks.blank |= blank << shift;
+                masks.newline |= (equal(x, b'\r') | equal(x, b'\n')) << shift;
                 masks.apostrophe |= equal(x, b'\'') << shift;
                 masks.non_ascii |= (_mm_movemask_epi8(x) as u16 as u64) << shift;
             }
@@ -135,6 +139,7 @@ mod tests {
         assert_eq!(masks.digit, 0b100);
         assert_eq!(masks.space, 0b1_1111_1000);
         assert_eq!(masks.blank, 0b1000);
+        assert_eq!(masks.newline, 0b110_0000);
         assert_eq!(masks.apostrophe, 1 << 9);
         assert_eq!(masks.non_ascii, 0b11 << 10);
     }

@@ -44,7 +44,9 @@ impl super::Scanner for Gpt2 {
         let starts = (word & !before(masks.blank) & !same_run)
             | (masks.space & before(word))
             | (masks.space & before(masks.space) & after(word, ahead_is_word));
-        apply_contractions(bytes, start, starts | 1, masks, trusted, |rest| contraction_len(rest).unwrap_or(0))
+        apply_contractions(bytes, start, starts | 1, masks, trusted, |bytes, at| {
+            contraction_len(&bytes[at + 1..]).unwrap_or(0)
+        })
     }
 }
 
