@@ -154,6 +154,7 @@ pub(crate) fn apply_contractions(
 mod tests {
     use crate::scan::cl100k::{Cl100k, Llama3, Qwen2};
     use crate::scan::gpt2::Gpt2;
+    use crate::scan::o200k::O200k;
     use crate::scan::Scanner;
 
     /// The pieces of the char-by-char scanner alone.
@@ -181,7 +182,8 @@ mod tests {
             "a", "Z", "word", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \t", "\x0B", "\x0C", "1", "2024", " 7",
             ".", ",", "!?", "'", "''", "'s", "'t", "'re", "'ve", "'ll", "'d", "'m", "'S", "'l", "'r", "'v", "don't",
             "it's", " 's", "x'", "é", "日本", "\u{3000}", "\u{301}", "١٢", "—", "\u{A0}", "ſ", "a'ſ", "12345678",
-            ".\n", " .", "..", "\n  ", ".'s", "x.y", "\t.", "'RE", " \n", "\r", "-",
+            ".\n", " .", "..", "\n  ", ".'s", "x.y", "\t.", "'RE", " \n", "\r", "-", "/", "//", "/\n", "\n/", "a/b",
+            "HTTP", "Request", "XMLHttp", "aB", "ABc", "it's's", "IT'S", "'rE",
         ];
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
@@ -217,6 +219,11 @@ mod tests {
     }
 
     #[test]
+    fn o200k_blocks_give_the_char_by_char_pieces() {
+        blocks_give_the_char_by_char_pieces::<O200k>();
+    }
+
+    #[test]
     fn cl100k_family_blocks_give_the_char_by_char_pieces() {
         blocks_give_the_char_by_char_pieces::<Cl100k>();
         blocks_give_the_char_by_char_pieces::<Llama3>();
@@ -236,6 +243,7 @@ mod tests {
         for text in &cases {
             assert_eq!(block_pieces::<Gpt2>(text), scalar_pieces::<Gpt2>(text), "{text:?}");
             assert_eq!(block_pieces::<Cl100k>(text), scalar_pieces::<Cl100k>(text), "{text:?}");
+            assert_eq!(block_pieces::<O200k>(text), scalar_pieces::<O200k>(text), "{text:?}");
         }
     }
 }

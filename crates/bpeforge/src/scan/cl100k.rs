@@ -124,19 +124,33 @@ fn block_starts<const DIGITS: usize>(bytes: &[u8], start: usize, masks: &Masks, 
     let other_run_ahead = ahead_other && other >> 63 == 0;
     starts |= (other_runs & !before(blank)) | (blank & after(other_runs, other_run_ahead));
 
-    starts |= space & before(letter | digit);
+    let mut trusted = trusted;
+    starts |= whitespace_starts(masks, other, ahead_word, &mut trusted);
+    let starts = apply_contractions(bytes, start, starts | 1, masks, trusted, |bytes, at| {
+        contraction_ci(bytes, at).saturating_sub(1)
+    });
+    starts & below(trusted)
+}
+
+/// The whitespace starts (6-8 above, which o200k shares): `other` is the O
+/// mask, `ahead_word` whether the byte after the block is no space. Lowers
+/// `trusted` where the rest of a run decides and is not in the block.
+#[inline(always)]
+pub(crate) fn whitespace_starts(masks: &Masks, other: u64, ahead_word: bool, trusted: &mut usize) -> u64 {
+    let space = masks.space;
+    let q = space & !masks.newline;
+    let mut starts = space & before(masks.letter | masks.digit);
     starts |= q & before(other);
     starts |= q & before(q) & after(!space, ahead_word);
-    let mut trusted = trusted;
-    let mut after_newlines = q & before(masks.newline) & below(trusted);
+    let mut after_newlines = q & before(masks.newline) & below(*trusted);
     while after_newlines != 0 {
         let at = after_newlines.trailing_zeros() as usize;
         after_newlines &= after_newlines - 1;
         // Where the Q chars from `at` end (64: past the block).
         let q_end = at + (!(q >> at)).trailing_zeros().min(64 - at as u32) as usize;
-        if q_end >= 64 || q_end > trusted {
+        if q_end >= 64 || q_end > *trusted {
             // What follows decides, and it is not seen: the window ends here.
-            trusted = at;
+            *trusted = at;
             break;
         }
         let before_word = (!space >> q_end) & 1 == 1;
@@ -148,15 +162,12 @@ fn block_starts<const DIGITS: usize>(bytes: &[u8], start: usize, masks: &Masks, 
             starts |= 1 << at;
         }
     }
-    let starts = apply_contractions(bytes, start, starts | 1, masks, trusted, |bytes, at| {
-        contraction_ci(bytes, at).saturating_sub(1)
-    });
-    starts & below(trusted)
+    starts
 }
 
 /// Digit piece starts: each run's start, and every `DIGITS` digits after it.
 #[inline(always)]
-fn digit_starts<const DIGITS: usize>(digit: u64) -> u64 {
+pub(crate) fn digit_starts<const DIGITS: usize>(digit: u64) -> u64 {
     if DIGITS == 1 {
         return digit;
     }

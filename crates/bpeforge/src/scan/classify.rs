@@ -18,6 +18,8 @@ pub(crate) const BLOCK: usize = 64;
 pub(crate) struct Masks {
     /// `[A-Za-z]`: the ASCII `\p{L}`.
     pub letter: u64,
+    /// `[a-z]`, o200k's lower case.
+    pub lower: u64,
     /// `[0-9]`: the ASCII `\p{N}`.
     pub digit: u64,
     /// The ASCII `\s`: `[\t\n\x0B\x0C\r ]`.
@@ -27,6 +29,8 @@ pub(crate) struct Masks {
     /// CR and LF, which the cl100k and o200k families treat apart.
     pub newline: u64,
     pub apostrophe: u64,
+    /// `/`, which o200k's punctuation pieces take after their CR/LF.
+    pub slash: u64,
     /// Bytes of 0x80 and above.
     pub non_ascii: u64,
 }
@@ -57,11 +61,13 @@ pub(crate) fn classify_bytes(block: &[u8; BLOCK]) -> Masks {
         let flags = ASCII[b as usize];
         let mark = |mask: &mut u64, on: bool| *mask |= if on { bit } else { 0 };
         mark(&mut masks.letter, flags & LETTER != 0);
+        mark(&mut masks.lower, b.is_ascii_lowercase());
         mark(&mut masks.digit, flags & NUMBER != 0);
         mark(&mut masks.space, flags & SPACE != 0);
         mark(&mut masks.blank, b == b' ');
         mark(&mut masks.newline, b == b'\r' || b == b'\n');
         mark(&mut masks.apostrophe, b == b'\'');
+        mark(&mut masks.slash, b == b'/');
     }
     masks
 }
@@ -100,12 +106,14 @@ mod sse2 {
                 let x = _mm_loadu_si128(block.as_ptr().add(shift) as *const __m128i);
                 // OR 0x20 folds A-Z onto a-z and moves no other byte into a-z.
                 masks.letter |= in_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), b'a', 26) << shift;
+                masks.lower |= in_range(x, b'a', 26) << shift;
                 masks.digit |= in_range(x, b'0', 10) << shift;
                 let blank = equal(x, b' ');
                 masks.space |= (in_range(x, b'\t', 5) | blank) << shift;
                 masks.blank |= blank << shift;
                 masks.newline |= (equal(x, b'\r') | equal(x, b'\n')) << shift;
                 masks.apostrophe |= equal(x, b'\'') << shift;
+                masks.slash |= equal(x, b'/') << shift;
                 masks.non_ascii |= (_mm_movemask_epi8(x) as u16 as u64) << shift;
             }
         }
@@ -133,9 +141,11 @@ mod tests {
     #[test]
     fn the_table_marks_the_ascii_classes() {
         let mut block = [b'.'; BLOCK];
-        block[..12].copy_from_slice(b"aZ0 \t\n\r\x0B\x0C'\xC3\xA9");
+        block[..13].copy_from_slice(b"aZ0 \t\n\r\x0B\x0C'\xC3\xA9/");
         let masks = classify_bytes(&block);
         assert_eq!(masks.letter, 0b11);
+        assert_eq!(masks.lower, 0b1);
+        assert_eq!(masks.slash, 1 << 12);
         assert_eq!(masks.digit, 0b100);
         assert_eq!(masks.space, 0b1_1111_1000);
         assert_eq!(masks.blank, 0b1000);

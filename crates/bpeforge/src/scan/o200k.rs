@@ -43,11 +43,14 @@
 //! with slashes too; and the whitespace alternatives as llama3's (`\s*[\r\n]+`
 //! up to the last CR/LF of the run, no `\s++$`, see `whitespace_end`).
 
+use super::blocks::{after, before, below};
+use super::cl100k::{digit_starts, whitespace_starts};
+use super::classify::Masks;
 use super::{
     ascii_flags_at, byte_run, char_or_end, contraction_ci, digits_end, is_other, lower_run_and_contraction, other_run,
     whitespace_end,
 };
-use crate::charclass::{Flags, CR_LF, LETTER, LOWER, NUMBER, SPACE, UPPER};
+use crate::charclass::{Flags, ASCII, CR_LF, LETTER, LOWER, NUMBER, SPACE, UPPER};
 
 pub(crate) struct O200k;
 
@@ -56,6 +59,99 @@ impl super::Scanner for O200k {
     fn piece_end(bytes: &[u8], start: usize) -> usize {
         piece_end(bytes, start)
     }
+
+    const HAS_BLOCK_RULES: bool = true;
+
+    /// In ASCII, with W, NL, Q and O as in `cl100k::block_starts`:
+    /// - a letter run starts a piece, or its leading char does (as cl100k's),
+    ///   and so does an upper-case letter after a lower-case one (an upper-
+    ///   case run followed by lower case stays whole: `U*W+`);
+    /// - after a letter, an apostrophe that begins a contraction joins the
+    ///   letters' piece (`C?`), and the next piece starts after it;
+    /// - digits in threes, O runs with a U+0020 before them, and whitespace
+    ///   as cl100k's (`cl100k::whitespace_starts`);
+    /// - an O run's piece takes the CR, LF and `/` chars after it (its
+    ///   "tail"): nothing inside a tail starts a piece, its end does.
+    #[inline(always)]
+    fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+        let (letter, digit, space, blank) = (masks.letter, masks.digit, masks.space, masks.blank);
+        let q = space & !masks.newline;
+        let other = !(letter | digit | space);
+        let ahead_flags = ASCII[(ahead & 0x7F) as usize];
+        let ahead_letter = ahead_flags & LETTER != 0;
+        let ahead_other = ahead_flags & (LETTER | NUMBER | SPACE) == 0;
+        let ahead_word = ahead_flags & SPACE == 0;
+        let mut trusted = trusted;
+
+        let letter_runs = letter & !before(letter);
+        let leaders = q | (other & !before(other) & !before(blank));
+        let letter_run_ahead = ahead_letter && letter >> 63 == 0;
+        let mut starts = (letter_runs & !before(leaders)) | (leaders & after(letter_runs, letter_run_ahead));
+        starts |= (letter & !masks.lower) & before(masks.lower);
+        starts |= digit_starts::<3>(digit);
+        let other_runs = other & !before(other);
+        let other_run_ahead = ahead_other && other >> 63 == 0;
+        starts |= (other_runs & !before(blank)) | (blank & after(other_runs, other_run_ahead));
+        starts |= whitespace_starts(masks, other, ahead_word, &mut trusted);
+        starts = without_tails(starts, masks, other, &mut trusted);
+        starts = with_contractions(bytes, start, starts, masks, &mut trusted);
+        (starts | 1) & below(trusted)
+    }
+}
+
+/// `starts` with nothing inside the tails of O runs (the CR, LF and `/`
+/// chars after them) and a start where each tail ends. An O char there
+/// begins a new run whatever precedes it, so one followed by a letter leads
+/// that letter's piece. A tail that may go on past what the block decides
+/// ends the window where it begins.
+#[inline(always)]
+fn without_tails(mut starts: u64, masks: &Masks, other: u64, trusted: &mut usize) -> u64 {
+    let tail_chars = masks.newline | masks.slash;
+    let mut tails = masks.newline & before(other) & below(*trusted);
+    while tails != 0 {
+        let at = tails.trailing_zeros() as usize;
+        let end = at + (!(tail_chars >> at)).trailing_zeros().min(64 - at as u32) as usize;
+        if end >= 64 || end > *trusted {
+            *trusted = at;
+            break;
+        }
+        starts = (starts & !(below(end) & !below(at))) | 1 << end;
+        if end < 63 && (other >> end) & 1 == 1 && (masks.letter >> (end + 1)) & 1 == 1 {
+            starts &= !(1 << (end + 1));
+        }
+        // A CR/LF after a `/` of this tail belongs to it.
+        tails &= !below(end);
+    }
+    starts
+}
+
+/// `starts` with each contraction right after a letter joined to the
+/// letters' piece (`C?`): nothing starts inside it, the next piece starts
+/// after it. One contraction a piece: an apostrophe right after another
+/// contraction starts a piece of its own.
+#[inline(always)]
+fn with_contractions(bytes: &[u8], start: usize, mut starts: u64, masks: &Masks, trusted: &mut usize) -> u64 {
+    let mut apostrophes = masks.apostrophe & before(masks.letter) & below(*trusted);
+    let mut last_end = usize::MAX;
+    while apostrophes != 0 {
+        let at = apostrophes.trailing_zeros() as usize;
+        apostrophes &= apostrophes - 1;
+        if at == last_end {
+            continue;
+        }
+        let len = contraction_ci(bytes, start + at);
+        if len == 0 {
+            continue;
+        }
+        let end = at + len;
+        if end >= *trusted {
+            *trusted = at;
+            break;
+        }
+        starts = (starts & !(below(end) & !below(at))) | 1 << end;
+        last_end = end;
+    }
+    starts
 }
 
 /// End (exclusive) of the piece that starts at byte `start`.
