@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use rayon::prelude::*;
 
 use crate::bpe::{encode_piece, Scratch};
-use crate::cache::{CacheInfo, SharedCache, DEFAULT_CACHE_BYTES};
+use crate::cache::{CacheInfo, PendingInserts, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
 use crate::packed::{hash_packed, pack_in};
@@ -146,6 +146,7 @@ impl Encoder {
     pub fn encode_with(&self, text: &str, state: &mut EncodeState, out: &mut Vec<u32>) -> Result<(), Error> {
         self.attach(state);
         let result = self.encode_pieces(text, state, out);
+        state.publish();
         state.flush_counts();
         result
     }
@@ -225,8 +226,8 @@ impl Encoder {
         }
         state.misses += 1;
         encode_piece(bytes, &self.vocab, &mut state.scratch, out);
-        if let Some(shared) = shared.filter(|_| !state.lookup_only) {
-            shared.insert(key, hash, &out[start..]);
+        if shared.is_some() && !state.lookup_only && state.pending.push(key, hash, &out[start..]) {
+            state.publish();
         }
         state.table.insert(key, hash, &out[start..]);
     }
@@ -274,7 +275,7 @@ impl Encoder {
             .par_iter()
             .map_init(new_state, |state, text| {
                 let text = text.as_ref();
-                let mut ids = Vec::with_capacity(text.len() / 4);
+                let mut ids = Vec::with_capacity(text.len() / 2 + 16);
                 self.encode_with(text, state, &mut ids)?;
                 Ok(convert(ids))
             })
@@ -313,6 +314,8 @@ pub struct EncodeState {
     /// shared cache's counters.
     hits: u64,
     misses: u64,
+    /// Pieces merged here and not yet in the shared cache.
+    pending: PendingInserts,
     /// Read the shared cache but add nothing to it.
     lookup_only: bool,
     /// Never use the shared cache: the thread's own table only.
@@ -342,6 +345,15 @@ impl EncodeState {
     pub fn private() -> Self {
         let long = LongPieceTable::with_max_bytes(PRIVATE_LONG_TABLE_BYTES);
         Self { private: true, long, ..Self::default() }
+    }
+
+    /// Add the pieces this state merged to the shared cache.
+    fn publish(&mut self) {
+        if let Some((_, shared)) = &self.shared {
+            if !self.pending.is_empty() {
+                shared.insert_pending(&mut self.pending);
+            }
+        }
     }
 
     fn flush_counts(&mut self) {
