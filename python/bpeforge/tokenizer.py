@@ -10,10 +10,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from bpeforge import _core, io
 from bpeforge.patterns import normalize_pattern
@@ -22,6 +23,8 @@ from bpeforge.train import check_positive
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from bpeforge.tiktoken.specials import SpecialPolicy
 
 # encode_iterable encodes once this many characters are buffered, up to the
 # last point where more text cannot change the ids. Small enough that memory
@@ -140,9 +143,33 @@ class Tokenizer:
 
         save_tiktoken(self, path, overwrite=overwrite)
 
-    def encode(self, text: str) -> list[int]:
-        """The ids of `text`."""
-        return self._core.encode(_check_str(text))
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | Collection[str] = "all",
+        disallowed_special: Literal["all"] | Collection[str] = (),
+    ) -> list[int]:
+        """The ids of `text`. By default every special token in it is a token (CS336).
+
+        tiktoken's keywords, as an option: only `allowed_special` ("all" or a
+        set) are tokens and the other special tokens plain text; those that
+        `disallowed_special` lists ("all": every one not allowed) raise
+        ValueError. `allowed_special=set(), disallowed_special="all"` is
+        tiktoken's default (see `bpeforge.tiktoken`).
+        """
+        text = _check_str(text)
+        if allowed_special == "all" and not disallowed_special:
+            return self._core.encode(text)
+        allowed, disallowed = self._special_policy.resolve(allowed_special, disallowed_special)
+        self._special_policy.check(self._core, text, disallowed)
+        return self._core.encode_allowing(text, allowed)
+
+    @functools.cached_property
+    def _special_policy(self) -> SpecialPolicy:
+        from bpeforge.tiktoken.specials import SpecialPolicy
+
+        return SpecialPolicy(self._special_tokens)
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """The ids of `text` as a uint32 array, made without a Python int per id."""

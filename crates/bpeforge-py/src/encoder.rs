@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use bpeforge::bpe::{encode_piece, Scratch};
 use bpeforge::cache::DEFAULT_CACHE_BYTES;
 use bpeforge::encode::EncodeState;
 use bpeforge::encode_files::encode_files;
@@ -14,6 +15,7 @@ use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList};
+use rayon::prelude::*;
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
@@ -41,6 +43,17 @@ impl PyEncoder {
         }
     }
 
+    fn check_mask(&self, mask: &[bool]) -> PyResult<()> {
+        let specials = self.inner.special_tokens().len();
+        if mask.len() != specials {
+            return Err(PyValueError::new_err(format!(
+                "a mask over the special tokens needs {specials} entries, got {}",
+                mask.len()
+            )));
+        }
+        Ok(())
+    }
+
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
     }
@@ -50,7 +63,14 @@ impl PyEncoder {
     /// stretches (a single call on 1 GB would otherwise only see it at the
     /// end). Stretches end where more text cannot change the ids before them
     /// (`stable_prefix_len`), so the ids equal one call's.
-    fn encode_interruptible(&self, py: Python<'_>, text: &str, fill_cache: bool) -> PyResult<Vec<u32>> {
+    /// `allowed`: the special tokens recognised (a mask over them; `None`: all).
+    fn encode_interruptible(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        fill_cache: bool,
+        allowed: Option<&[bool]>,
+    ) -> PyResult<Vec<u32>> {
         let mut ids = Vec::with_capacity(text.len() / 2 + 16);
         let (mut pooled, mut lookup_only);
         let state: &mut EncodeState = if fill_cache {
@@ -62,8 +82,12 @@ impl PyEncoder {
         };
         let mut rest = text;
         while !rest.is_empty() {
-            let stretch = py.detach(|| self.next_stretch(rest));
-            py.detach(|| self.inner.encode_with(stretch, state, &mut ids)).map_err(to_py_err)?;
+            let stretch = py.detach(|| self.next_stretch(rest, allowed));
+            py.detach(|| match allowed {
+                None => self.inner.encode_with(stretch, state, &mut ids),
+                Some(allowed) => self.inner.encode_allowing(stretch, allowed, state, &mut ids),
+            })
+            .map_err(to_py_err)?;
             py.check_signals()?;
             rest = &rest[stretch.len()..];
         }
@@ -73,11 +97,14 @@ impl PyEncoder {
     /// The longest stable prefix of the first `INTERRUPT_CHECK_BYTES` of
     /// `text`, looking twice as far each time none is found (so the scan
     /// stays linear), or all of `text`.
-    fn next_stretch<'t>(&self, text: &'t str) -> &'t str {
+    fn next_stretch<'t>(&self, text: &'t str, allowed: Option<&[bool]>) -> &'t str {
         let mut window = INTERRUPT_CHECK_BYTES;
         while window < text.len() {
             let end = (0..=window).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
-            let cut = self.inner.stable_prefix_len(&text[..end]);
+            let cut = match allowed {
+                None => self.inner.stable_prefix_len(&text[..end]),
+                Some(allowed) => self.inner.stable_prefix_len_allowing(&text[..end], allowed),
+            };
             if cut > 0 {
                 return &text[..cut];
             }
@@ -124,14 +151,14 @@ impl PyEncoder {
     /// streaming in flat memory).
     #[pyo3(signature = (text, fill_cache=true))]
     fn encode<'py>(&self, py: Python<'py>, text: &str, fill_cache: bool) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptible(py, text, fill_cache)?;
+        let ids = self.encode_interruptible(py, text, fill_cache, None)?;
         self.id_list(py, &ids)
     }
 
     /// The ids of `text` as raw little-endian uint32 in a bytearray (for
     /// `numpy.frombuffer`): no Python int per id.
     fn encode_to_buffer<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyByteArray>> {
-        let ids = self.encode_interruptible(py, text, true)?;
+        let ids = self.encode_interruptible(py, text, true, None)?;
         id_buffer(py, &ids)
     }
 
@@ -261,6 +288,74 @@ impl PyEncoder {
         run_detached(py, &observer, || {
             encode_files(&self.inner, &sources, chunk_size, &pool, &observer, pack, &mut sink)
         })
+    }
+
+    /// tiktoken's policy (`bpeforge.tiktoken`): only the special tokens that
+    /// `allowed` marks (a mask over `special_tokens`) are tokens, the others text.
+    fn encode_allowing<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<bool>) -> PyResult<Bound<'py, PyList>> {
+        self.check_mask(&allowed)?;
+        let ids = self.encode_interruptible(py, text, true, Some(&allowed))?;
+        self.id_list(py, &ids)
+    }
+
+    /// `encode_allowing` as `encode_to_buffer` returns ids.
+    fn encode_allowing_to_buffer<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Vec<bool>,
+    ) -> PyResult<Bound<'py, PyByteArray>> {
+        self.check_mask(&allowed)?;
+        let ids = self.encode_interruptible(py, text, true, Some(&allowed))?;
+        id_buffer(py, &ids)
+    }
+
+    /// `encode_allowing` over `texts` in parallel, as `encode_batch`.
+    #[pyo3(signature = (texts, allowed, num_threads=None))]
+    fn encode_batch_allowing<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        allowed: Vec<bool>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check_mask(&allowed)?;
+        let encoder = &self.inner;
+        let mut lists = Vec::with_capacity(texts.len());
+        for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {
+            let run = || {
+                group
+                    .par_iter()
+                    .map_init(
+                        || encoder.pooled_state(),
+                        |state, text| {
+                            let mut ids = Vec::with_capacity(text.len() / 2 + 16);
+                            encoder.encode_allowing(text, &allowed, state, &mut ids).map(|()| ids)
+                        },
+                    )
+                    .collect::<Result<Vec<_>, _>>()
+            };
+            for ids in &with_threads(py, num_threads, run)?.map_err(to_py_err)? {
+                lists.push(self.id_list(py, ids)?);
+            }
+            py.check_signals()?;
+        }
+        PyList::new(py, lists)
+    }
+
+    /// The leftmost special token in `text` among those `which` marks, or None.
+    fn find_special(&self, py: Python<'_>, text: &str, which: Vec<bool>) -> PyResult<Option<String>> {
+        self.check_mask(&which)?;
+        let found = py.detach(|| self.inner.find_special(text, &which));
+        Ok(found.map(|index| self.inner.special_tokens()[index].clone()))
+    }
+
+    /// The ids of `piece` by merges alone, no pre-tokenizer (tiktoken's
+    /// `_encode_bytes` on bytes that are not UTF-8).
+    fn encode_piece<'py>(&self, py: Python<'py>, piece: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        let mut ids = Vec::new();
+        py.detach(|| encode_piece(piece, self.inner.vocab(), &mut Scratch::default(), &mut ids));
+        self.id_list(py, &ids)
     }
 
     /// Ids are taken as Python ints of any size so that a negative or huge id

@@ -144,8 +144,18 @@ impl Encoder {
     /// that encodes many texts (a batch, the chunks of a file) keeps its cache
     /// warm instead of starting cold on every text.
     pub fn encode_with(&self, text: &str, state: &mut EncodeState, out: &mut Vec<u32>) -> Result<(), Error> {
+        self.with_state(state, |state| self.encode_pieces(text, state, out))
+    }
+
+    /// Run one call's encoding with `state`: attached to the current shared
+    /// cache before, its merged pieces and counters handed over after.
+    fn with_state(
+        &self,
+        state: &mut EncodeState,
+        encode: impl FnOnce(&mut EncodeState) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         self.attach(state);
-        let result = self.encode_pieces(text, state, out);
+        let result = encode(state);
         state.publish();
         state.flush_counts();
         result
@@ -169,21 +179,7 @@ impl Encoder {
         for piece in self.specials.split(text) {
             match piece {
                 Piece::Special(index) => out.push(self.special_ids[index]),
-                Piece::Text(document) => {
-                    let mut batch = PieceBatch::new(document.as_bytes());
-                    self.pattern.for_each_piece(
-                        document,
-                        // Inlined into the scanning loop: as a call it cost
-                        // a fifth of warm encoding (registers saved a piece).
-                        #[inline(always)]
-                        |pretoken| {
-                            if batch.push(pretoken.as_bytes(), &state.table) {
-                                self.encode_batch_of_pieces(&mut batch, state, out);
-                            }
-                        },
-                    )?;
-                    self.encode_batch_of_pieces(&mut batch, state, out);
-                }
+                Piece::Text(document) => self.encode_document(document, state, out)?,
             }
         }
         Ok(())
@@ -296,6 +292,97 @@ impl Encoder {
             out.extend_from_slice(self.vocab.token(id).ok_or(Error::UnknownId(id))?);
         }
         Ok(out)
+    }
+
+    // tiktoken's special-token policy (`bpeforge.tiktoken`): only the special
+    // tokens a call allows are tokens; the others are text. `allowed` and
+    // `which` are masks over `special_tokens()`. The search is tiktoken's:
+    // the leftmost special of all, and past it by one byte when it is not
+    // allowed. With no special a prefix of another (all of OpenAI's sets),
+    // that is exactly "the leftmost allowed one".
+
+    /// `encode_with`, recognising only the special tokens that `allowed`
+    /// marks. All allowed takes `encode_with`'s own path; none allowed
+    /// (tiktoken's `encode_ordinary`) never searches for specials.
+    pub fn encode_allowing(
+        &self,
+        text: &str,
+        allowed: &[bool],
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) -> Result<(), Error> {
+        if allowed.iter().all(|&a| a) {
+            return self.encode_with(text, state, out);
+        }
+        self.with_state(state, |state| self.encode_pieces_allowing(text, allowed, state, out))
+    }
+
+    /// The index of the leftmost special token in `text` that `which` marks.
+    pub fn find_special(&self, text: &str, which: &[bool]) -> Option<usize> {
+        self.next_special(text.as_bytes(), 0, which).map(|(_, _, index)| index)
+    }
+
+    /// `stable_prefix_len` for `encode_allowing`: only a cut before
+    /// whitespace, where the pattern splits whatever the specials are (a cut
+    /// after a special that is text could split its last piece).
+    pub fn stable_prefix_len_allowing(&self, text: &str, allowed: &[bool]) -> usize {
+        if allowed.iter().all(|&a| a) {
+            return self.stable_prefix_len(text);
+        }
+        let (bytes, cut_before) = (text.as_bytes(), self.pattern.cut_before());
+        let before_whitespace =
+            |cut: usize| cut_before.contains(&bytes[cut]) && crate::pretokenize::is_split_point(bytes, cut);
+        find_cut(bytes, &self.specials, cut_before)
+            .filter(|&cut| cut < bytes.len() && before_whitespace(cut))
+            .unwrap_or(0)
+    }
+
+    fn encode_pieces_allowing(
+        &self,
+        text: &str,
+        allowed: &[bool],
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) -> Result<(), Error> {
+        let mut last = 0;
+        if allowed.iter().any(|&a| a) {
+            while let Some((start, end, index)) = self.next_special(text.as_bytes(), last, allowed) {
+                self.encode_document(&text[last..start], state, out)?;
+                out.push(self.special_ids[index]);
+                last = end;
+            }
+        }
+        self.encode_document(&text[last..], state, out)
+    }
+
+    /// The first match at or after `from` of a special token that `which` marks.
+    fn next_special(&self, bytes: &[u8], mut from: usize, which: &[bool]) -> Option<(usize, usize, usize)> {
+        while from < bytes.len() {
+            let (start, end, index) = self.specials.find_all(&bytes[from..]).next()?;
+            if which[index] {
+                return Some((from + start, from + end, index));
+            }
+            from += start + 1;
+        }
+        None
+    }
+
+    /// The pre-tokens of one document: text with no special token in it.
+    fn encode_document(&self, document: &str, state: &mut EncodeState, out: &mut Vec<u32>) -> Result<(), Error> {
+        let mut batch = PieceBatch::new(document.as_bytes());
+        self.pattern.for_each_piece(
+            document,
+            // Inlined into the scanning loop: as a call it cost a fifth of
+            // warm encoding (registers saved a piece).
+            #[inline(always)]
+            |pretoken| {
+                if batch.push(pretoken.as_bytes(), &state.table) {
+                    self.encode_batch_of_pieces(&mut batch, state, out);
+                }
+            },
+        )?;
+        self.encode_batch_of_pieces(&mut batch, state, out);
+        Ok(())
     }
 }
 

@@ -1,0 +1,110 @@
+"""`get_encoding` and `list_encoding_names`: OpenAI's encodings, built from the rank files this package ships.
+
+tiktoken downloads its rank files on first use; bpeforge ships them (see
+`data/SOURCES.md`), so these work offline. Each file's sha256 is the hash
+tiktoken pins, checked on load. The definitions (pattern, special tokens and
+their ids, vocabulary size) are those of tiktoken's `openai_public.py`.
+`p50k_base`, `p50k_edit` and `o200k_harmony` are not shipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from bpeforge._core import PATTERNS
+from bpeforge.tiktoken.encoding import Encoding
+from bpeforge.tiktoken.patterns import R50K_PAT_STR
+
+DATA = Path(__file__).parent / "data"
+ENDOFTEXT = "<|endoftext|>"
+ENDOFPROMPT = "<|endofprompt|>"
+
+# The rank files: name -> sha256 of the gunzipped file (tiktoken 0.14.0's `expected_hash`).
+RANK_FILES = {
+    "r50k_base": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+
+
+def load_ranks(name: str) -> dict[bytes, int]:
+    """`{token bytes: rank}` of a shipped rank file (`base64 rank` lines), after checking its sha256."""
+    path = DATA / f"{name}.tiktoken.gz"
+    contents = gzip.decompress(path.read_bytes())
+    if hashlib.sha256(contents).hexdigest() != RANK_FILES[name]:
+        raise ValueError(f"{path} is damaged (its sha256 is not tiktoken's {RANK_FILES[name]}); reinstall bpeforge")
+    lines = (line.split() for line in contents.splitlines() if line)
+    return {base64.b64decode(token): int(rank) for token, rank in lines}
+
+
+def _gpt2() -> dict[str, Any]:
+    # GPT-2's own files give the same ranks as r50k_base (the rank file was made from them).
+    return {**_r50k_base(), "name": "gpt2"}
+
+
+def _r50k_base() -> dict[str, Any]:
+    return {
+        "name": "r50k_base",
+        "explicit_n_vocab": 50257,
+        "pat_str": R50K_PAT_STR,
+        "mergeable_ranks": load_ranks("r50k_base"),
+        "special_tokens": {ENDOFTEXT: 50256},
+    }
+
+
+def _cl100k_base() -> dict[str, Any]:
+    specials = {ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260}
+    return {
+        "name": "cl100k_base",
+        "pat_str": dict(PATTERNS)["cl100k"],
+        "mergeable_ranks": load_ranks("cl100k_base"),
+        "special_tokens": {**specials, ENDOFPROMPT: 100276},
+    }
+
+
+def _o200k_base() -> dict[str, Any]:
+    return {
+        "name": "o200k_base",
+        "pat_str": dict(PATTERNS)["o200k"],
+        "mergeable_ranks": load_ranks("o200k_base"),
+        "special_tokens": {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+    }
+
+
+ENCODING_CONSTRUCTORS: dict[str, Callable[[], dict[str, Any]]] = {
+    "gpt2": _gpt2,
+    "r50k_base": _r50k_base,
+    "cl100k_base": _cl100k_base,
+    "o200k_base": _o200k_base,
+}
+ENCODINGS: dict[str, Encoding] = {}
+_lock = threading.RLock()
+
+
+def get_encoding(encoding_name: str) -> Encoding:
+    """The encoding of that name, built once per process (a second call returns the same object).
+
+    >>> get_encoding("cl100k_base").encode("hello world")
+    [15339, 1917]
+    """
+    if not isinstance(encoding_name, str):
+        raise ValueError(f"Expected a string in get_encoding, got {type(encoding_name)}")
+    with _lock:
+        if encoding_name not in ENCODINGS:
+            if encoding_name not in ENCODING_CONSTRUCTORS:
+                raise ValueError(
+                    f"Unknown encoding {encoding_name}. bpeforge.tiktoken ships {', '.join(ENCODING_CONSTRUCTORS)}; "
+                    "for another, build an Encoding from its rank file (see docs/tiktoken.md)"
+                )
+            ENCODINGS[encoding_name] = Encoding(**ENCODING_CONSTRUCTORS[encoding_name]())
+        return ENCODINGS[encoding_name]
+
+
+def list_encoding_names() -> list[str]:
+    """The encodings `get_encoding` can build."""
+    return list(ENCODING_CONSTRUCTORS)
