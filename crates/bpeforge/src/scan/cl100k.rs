@@ -105,39 +105,46 @@ impl Scanner for Qwen2 {
 /// - (1) a contraction at a piece start is a piece (`apply_contractions`).
 #[inline(always)]
 fn block_starts<const DIGITS: usize>(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
-    let (letter, digit, space, blank) = (masks.letter, masks.digit, masks.space, masks.blank);
-    let q = space & !masks.newline;
-    let other = !(letter | digit | space);
-    let ahead_flags = ASCII[(ahead & 0x7F) as usize];
-    let ahead_letter = ahead_flags & LETTER != 0;
-    let ahead_other = ahead_flags & (LETTER | NUMBER | SPACE) == 0;
-    let ahead_word = ahead_flags & SPACE == 0;
-
-    let letter_runs = letter & !before(letter);
-    let leaders = q | (other & !before(other) & !before(blank));
-    let letter_run_ahead = ahead_letter && letter >> 63 == 0;
-    let mut starts = (letter_runs & !before(leaders)) | (leaders & after(letter_runs, letter_run_ahead));
-
-    starts |= digit_starts::<DIGITS>(digit);
-
-    let other_runs = other & !before(other);
-    let other_run_ahead = ahead_other && other >> 63 == 0;
-    starts |= (other_runs & !before(blank)) | (blank & after(other_runs, other_run_ahead));
-
     let mut trusted = trusted;
-    starts |= whitespace_starts(masks, other, ahead_word, &mut trusted);
+    let mut starts = word_and_other_starts(masks, ahead);
+    starts |= digit_starts::<DIGITS>(masks.digit);
+    starts |= whitespace_starts(masks, ahead, &mut trusted);
     let starts = apply_contractions(bytes, start, starts | 1, masks, trusted, |bytes, at| {
         contraction_ci(bytes, at).saturating_sub(1)
     });
     starts & below(trusted)
 }
 
-/// The whitespace starts (6-8 above, which o200k shares): `other` is the O
-/// mask, `ahead_word` whether the byte after the block is no space. Lowers
-/// `trusted` where the rest of a run decides and is not in the block.
+/// The O chars of a block: neither letter, digit nor space.
 #[inline(always)]
-pub(crate) fn whitespace_starts(masks: &Masks, other: u64, ahead_word: bool, trusted: &mut usize) -> u64 {
-    let space = masks.space;
+pub(crate) fn other_chars(masks: &Masks) -> u64 {
+    !(masks.letter | masks.digit | masks.space)
+}
+
+/// The letter and O run starts (2 and 4 above, which o200k shares): a letter
+/// run or the char that leads it, an O run or the U+0020 before it.
+#[inline(always)]
+pub(crate) fn word_and_other_starts(masks: &Masks, ahead: u8) -> u64 {
+    let (letter, blank, other) = (masks.letter, masks.blank, other_chars(masks));
+    let ahead_flags = ASCII[(ahead & 0x7F) as usize];
+    let letter_runs = letter & !before(letter);
+    let leaders = (masks.space & !masks.newline) | (other & !before(other) & !before(blank));
+    let letter_run_ahead = ahead_flags & LETTER != 0 && letter >> 63 == 0;
+    let other_runs = other & !before(other);
+    let other_run_ahead = ahead_flags & (LETTER | NUMBER | SPACE) == 0 && other >> 63 == 0;
+    (letter_runs & !before(leaders))
+        | (leaders & after(letter_runs, letter_run_ahead))
+        | (other_runs & !before(blank))
+        | (blank & after(other_runs, other_run_ahead))
+}
+
+/// The whitespace starts (6-8 above, which o200k shares), `ahead` the byte
+/// after the block. Lowers `trusted` where the rest of a run decides and is
+/// not in the block.
+#[inline(always)]
+pub(crate) fn whitespace_starts(masks: &Masks, ahead: u8, trusted: &mut usize) -> u64 {
+    let (space, other) = (masks.space, other_chars(masks));
+    let ahead_word = ASCII[(ahead & 0x7F) as usize] & SPACE == 0;
     let q = space & !masks.newline;
     let mut starts = space & before(masks.letter | masks.digit);
     starts |= q & before(other);

@@ -43,14 +43,14 @@
 //! with slashes too; and the whitespace alternatives as llama3's (`\s*[\r\n]+`
 //! up to the last CR/LF of the run, no `\s++$`, see `whitespace_end`).
 
-use super::blocks::{after, before, below};
-use super::cl100k::{digit_starts, whitespace_starts};
+use super::blocks::{before, below};
+use super::cl100k::{digit_starts, other_chars, whitespace_starts, word_and_other_starts};
 use super::classify::Masks;
 use super::{
     ascii_flags_at, byte_run, char_or_end, contraction_ci, digits_end, is_other, lower_run_and_contraction, other_run,
     whitespace_end,
 };
-use crate::charclass::{Flags, ASCII, CR_LF, LETTER, LOWER, NUMBER, SPACE, UPPER};
+use crate::charclass::{Flags, CR_LF, LETTER, LOWER, NUMBER, SPACE, UPPER};
 
 pub(crate) struct O200k;
 
@@ -74,26 +74,12 @@ impl super::Scanner for O200k {
     ///   "tail"): nothing inside a tail starts a piece, its end does.
     #[inline(always)]
     fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
-        let (letter, digit, space, blank) = (masks.letter, masks.digit, masks.space, masks.blank);
-        let q = space & !masks.newline;
-        let other = !(letter | digit | space);
-        let ahead_flags = ASCII[(ahead & 0x7F) as usize];
-        let ahead_letter = ahead_flags & LETTER != 0;
-        let ahead_other = ahead_flags & (LETTER | NUMBER | SPACE) == 0;
-        let ahead_word = ahead_flags & SPACE == 0;
         let mut trusted = trusted;
-
-        let letter_runs = letter & !before(letter);
-        let leaders = q | (other & !before(other) & !before(blank));
-        let letter_run_ahead = ahead_letter && letter >> 63 == 0;
-        let mut starts = (letter_runs & !before(leaders)) | (leaders & after(letter_runs, letter_run_ahead));
-        starts |= (letter & !masks.lower) & before(masks.lower);
-        starts |= digit_starts::<3>(digit);
-        let other_runs = other & !before(other);
-        let other_run_ahead = ahead_other && other >> 63 == 0;
-        starts |= (other_runs & !before(blank)) | (blank & after(other_runs, other_run_ahead));
-        starts |= whitespace_starts(masks, other, ahead_word, &mut trusted);
-        starts = without_tails(starts, masks, other, &mut trusted);
+        let mut starts = word_and_other_starts(masks, ahead);
+        starts |= (masks.letter & !masks.lower) & before(masks.lower);
+        starts |= digit_starts::<3>(masks.digit);
+        starts |= whitespace_starts(masks, ahead, &mut trusted);
+        starts = without_tails(starts, masks, other_chars(masks), &mut trusted);
         starts = with_contractions(bytes, start, starts, masks, &mut trusted);
         (starts | 1) & below(trusted)
     }
