@@ -658,6 +658,24 @@ mod tests {
     }
 
     #[test]
+    fn only_allowed_specials_are_tokens() {
+        let enc = encoder();
+        let text = "a t<|e|>x";
+        let allowing = |allowed: &[bool]| {
+            let mut out = Vec::new();
+            enc.encode_allowing(text, allowed, &mut EncodeState::default(), &mut out).unwrap();
+            out
+        };
+        assert_eq!(allowing(&[true, true]), enc.encode(text).unwrap());
+        assert_eq!(allowing(&[true, true]), [97, 256, 257, 120]);
+        // None allowed: the special's bytes are text, pre-tokenized as any other.
+        assert_eq!(allowing(&[false, false]), [97, 256, b'<' as u32, b'|' as u32, 101, b'|' as u32, b'>' as u32, 120]);
+        assert_eq!(enc.find_special(text, &[true, true]), Some(0));
+        assert_eq!(enc.find_special(text, &[false, true]), None);
+        assert_eq!(enc.find_special("no special here", &[true, true]), None);
+    }
+
+    #[test]
     fn stable_prefix_can_be_encoded_apart() {
         let enc = encoder();
         let text = "it t  t<|e|><|e|> at\n\n the end  ";
