@@ -15,7 +15,6 @@ use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList};
-use rayon::prelude::*;
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
@@ -54,6 +53,27 @@ impl PyEncoder {
         Ok(())
     }
 
+    /// `texts` encoded in parallel a group at a time (Ctrl-C checked between
+    /// groups), each as a list; `allowed` as in `Encoder::encode_allowing`.
+    fn batch_lists<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &[String],
+        allowed: Option<&[bool]>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let encoder = &self.inner;
+        let mut lists = Vec::with_capacity(texts.len());
+        for group in groups_by_bytes(texts, BATCH_CHECK_BYTES) {
+            let run = || encoder.encode_batch_allowing(group, allowed, |ids| ids);
+            for ids in &with_threads(py, num_threads, run)?.map_err(to_py_err)? {
+                lists.push(self.id_list(py, ids)?);
+            }
+            py.check_signals()?;
+        }
+        PyList::new(py, lists)
+    }
+
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
     }
@@ -83,11 +103,7 @@ impl PyEncoder {
         let mut rest = text;
         while !rest.is_empty() {
             let stretch = py.detach(|| self.next_stretch(rest, allowed));
-            py.detach(|| match allowed {
-                None => self.inner.encode_with(stretch, state, &mut ids),
-                Some(allowed) => self.inner.encode_allowing(stretch, allowed, state, &mut ids),
-            })
-            .map_err(to_py_err)?;
+            py.detach(|| self.inner.encode_allowing(stretch, allowed, state, &mut ids)).map_err(to_py_err)?;
             py.check_signals()?;
             rest = &rest[stretch.len()..];
         }
@@ -101,10 +117,7 @@ impl PyEncoder {
         let mut window = INTERRUPT_CHECK_BYTES;
         while window < text.len() {
             let end = (0..=window).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
-            let cut = match allowed {
-                None => self.inner.stable_prefix_len(&text[..end]),
-                Some(allowed) => self.inner.stable_prefix_len_allowing(&text[..end], allowed),
-            };
+            let cut = self.inner.stable_prefix_len_allowing(&text[..end], allowed);
             if cut > 0 {
                 return &text[..cut];
             }
@@ -229,17 +242,7 @@ impl PyEncoder {
         texts: Vec<String>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let encoder = &self.inner;
-        let mut lists = Vec::with_capacity(texts.len());
-        for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {
-            let run = || encoder.encode_batch(group, |ids| ids);
-            let batches = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
-            for ids in &batches {
-                lists.push(self.id_list(py, ids)?);
-            }
-            py.check_signals()?;
-        }
-        PyList::new(py, lists)
+        self.batch_lists(py, &texts, None, num_threads)
     }
 
     /// Encode `texts` in parallel into raw little-endian arrays of `width`
@@ -320,27 +323,7 @@ impl PyEncoder {
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_mask(&allowed)?;
-        let encoder = &self.inner;
-        let mut lists = Vec::with_capacity(texts.len());
-        for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {
-            let run = || {
-                group
-                    .par_iter()
-                    .map_init(
-                        || encoder.pooled_state(),
-                        |state, text| {
-                            let mut ids = Vec::with_capacity(text.len() / 2 + 16);
-                            encoder.encode_allowing(text, &allowed, state, &mut ids).map(|()| ids)
-                        },
-                    )
-                    .collect::<Result<Vec<_>, _>>()
-            };
-            for ids in &with_threads(py, num_threads, run)?.map_err(to_py_err)? {
-                lists.push(self.id_list(py, ids)?);
-            }
-            py.check_signals()?;
-        }
-        PyList::new(py, lists)
+        self.batch_lists(py, &texts, Some(&allowed), num_threads)
     }
 
     /// The leftmost special token in `text` among those `which` marks, or None.

@@ -19,7 +19,7 @@
 //! Exact by construction: a pre-token's ids depend only on its bytes and the
 //! vocabulary, and one cache belongs to one `Encoder`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::packed::hash_packed;
@@ -208,41 +208,6 @@ pub struct SharedCache {
     capacity: usize,
     hits: AtomicU64,
     misses: AtomicU64,
-    /// Whether anything was ever inserted: until then a lookup cannot hit,
-    /// and is skipped without taking a lock.
-    filled: AtomicBool,
-}
-
-/// Pieces a thread merged and has not yet added to the shared cache: they
-/// go in together (`SharedCache::insert_pending`) at the end of a call or
-/// every `PENDING_MAX`, not one locked insert per miss. Measured on a first
-/// call over 10 MB of English (74 K misses): 88 MB/s with an insert and a
-/// lookup per miss, 127 MB/s with no shared cache at all.
-#[derive(Default)]
-pub struct PendingInserts {
-    entries: Vec<(u128, u64, [u32; MAX_IDS], u8)>,
-}
-
-/// Pending pieces that trigger an insert mid-call (640 KiB), so that other
-/// threads see a long call's pieces and the list stays small.
-pub const PENDING_MAX: usize = 16 << 10;
-
-impl PendingInserts {
-    /// Remember `ids` of `key` (whose `hash_packed` is `hash`); pieces with
-    /// more than `MAX_IDS` ids are not shared. True when the list is due.
-    #[inline]
-    pub fn push(&mut self, key: u128, hash: u64, ids: &[u32]) -> bool {
-        if ids.len() <= MAX_IDS {
-            let mut inline = [0; MAX_IDS];
-            inline[..ids.len()].copy_from_slice(ids);
-            self.entries.push((key, hash, inline, ids.len() as u8));
-        }
-        self.entries.len() >= PENDING_MAX
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
 }
 
 impl std::fmt::Debug for SharedCache {
@@ -261,14 +226,7 @@ impl SharedCache {
         let shards: Box<[Padded]> =
             (0..shards).map(|_| Padded(Mutex::new(Shard { max_buckets: per_shard, ..Shard::default() }))).collect();
         let shard_shift = 64 - shards.len().max(1).ilog2();
-        Self {
-            shards,
-            shard_shift,
-            capacity: bytes,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            filled: AtomicBool::new(false),
-        }
+        Self { shards, shard_shift, capacity: bytes, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
     }
 
     pub fn is_enabled(&self) -> bool {
@@ -285,7 +243,7 @@ impl SharedCache {
     /// Append the ids of `key` (whose `hash_packed` is `hash`) to `out` if cached.
     #[inline]
     pub fn get(&self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
-        if self.shards.is_empty() || !self.filled.load(Ordering::Relaxed) {
+        if self.shards.is_empty() {
             return false;
         }
         let hash = mix(hash);
@@ -298,16 +256,8 @@ impl SharedCache {
         if self.shards.is_empty() || ids.len() > MAX_IDS || key == 0 {
             return;
         }
-        self.filled.store(true, Ordering::Relaxed);
         let hash = mix(hash);
         self.shard(hash).insert(key, hash, ids);
-    }
-
-    /// Insert every pending piece and empty the list.
-    pub fn insert_pending(&self, pending: &mut PendingInserts) {
-        for (key, hash, ids, len) in pending.entries.drain(..) {
-            self.insert(key, hash, &ids[..len as usize]);
-        }
     }
 
     /// Add a thread's counts (kept locally while encoding, so that the hot

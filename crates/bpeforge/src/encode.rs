@@ -19,12 +19,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use rayon::prelude::*;
 
 use crate::bpe::{encode_piece, Scratch};
-use crate::cache::{CacheInfo, PendingInserts, SharedCache, DEFAULT_CACHE_BYTES};
+use crate::cache::{CacheInfo, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
 use crate::packed::{hash_packed, pack_in};
 use crate::pattern::Pattern;
 use crate::piece_table::{LongPieceTable, PieceTable};
+use crate::prefetch::{L1, L2};
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 
@@ -148,7 +149,7 @@ impl Encoder {
     }
 
     /// Run one call's encoding with `state`: attached to the current shared
-    /// cache before, its merged pieces and counters handed over after.
+    /// cache before, its counters handed over after.
     fn with_state(
         &self,
         state: &mut EncodeState,
@@ -156,7 +157,6 @@ impl Encoder {
     ) -> Result<(), Error> {
         self.attach(state);
         let result = encode(state);
-        state.publish();
         state.flush_counts();
         result
     }
@@ -189,7 +189,7 @@ impl Encoder {
     fn encode_batch_of_pieces(&self, batch: &mut PieceBatch<'_>, state: &mut EncodeState, out: &mut Vec<u32>) {
         for i in 0..batch.len {
             if i + L1_AHEAD < batch.len {
-                state.table.prefetch(batch.hashes[i + L1_AHEAD]);
+                state.table.prefetch::<L1>(batch.hashes[i + L1_AHEAD]);
             }
             self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
         }
@@ -222,8 +222,8 @@ impl Encoder {
         }
         state.misses += 1;
         encode_piece(bytes, &self.vocab, &mut state.scratch, out);
-        if shared.is_some() && !state.lookup_only && state.pending.push(key, hash, &out[start..]) {
-            state.publish();
+        if let Some(shared) = shared.filter(|_| !state.lookup_only) {
+            shared.insert(key, hash, &out[start..]);
         }
         state.table.insert(key, hash, &out[start..]);
     }
@@ -251,7 +251,22 @@ impl Encoder {
         T: AsRef<str> + Sync,
         R: Send,
     {
-        self.encode_batch_from(texts, || self.pooled_state(), convert)
+        self.encode_batch_allowing(texts, None, convert)
+    }
+
+    /// `encode_batch`, recognising only the special tokens `allowed` marks
+    /// (see `encode_allowing`).
+    pub fn encode_batch_allowing<T, R>(
+        &self,
+        texts: &[T],
+        allowed: Option<&[bool]>,
+        convert: impl Fn(Vec<u32>) -> R + Sync + Send,
+    ) -> Result<Vec<R>, Error>
+    where
+        T: AsRef<str> + Sync,
+        R: Send,
+    {
+        self.batch(texts, || self.pooled_state(), allowed, convert)
     }
 
     /// `encode_batch` with each worker's state made by `new_state` (a private
@@ -267,12 +282,27 @@ impl Encoder {
         R: Send,
         S: DerefMut<Target = EncodeState>,
     {
+        self.batch(texts, new_state, None, convert)
+    }
+
+    fn batch<T, R, S>(
+        &self,
+        texts: &[T],
+        new_state: impl Fn() -> S + Sync + Send,
+        allowed: Option<&[bool]>,
+        convert: impl Fn(Vec<u32>) -> R + Sync + Send,
+    ) -> Result<Vec<R>, Error>
+    where
+        T: AsRef<str> + Sync,
+        R: Send,
+        S: DerefMut<Target = EncodeState>,
+    {
         texts
             .par_iter()
             .map_init(new_state, |state, text| {
                 let text = text.as_ref();
                 let mut ids = Vec::with_capacity(text.len() / 2 + 16);
-                self.encode_with(text, state, &mut ids)?;
+                self.encode_allowing(text, allowed, state, &mut ids)?;
                 Ok(convert(ids))
             })
             .collect()
@@ -302,19 +332,20 @@ impl Encoder {
     // that is exactly "the leftmost allowed one".
 
     /// `encode_with`, recognising only the special tokens that `allowed`
-    /// marks. All allowed takes `encode_with`'s own path; none allowed
-    /// (tiktoken's `encode_ordinary`) never searches for specials.
+    /// marks (`None`: all of them). All allowed takes `encode_with`'s own
+    /// path; none allowed (tiktoken's `encode_ordinary`) never searches for
+    /// specials.
     pub fn encode_allowing(
         &self,
         text: &str,
-        allowed: &[bool],
+        allowed: Option<&[bool]>,
         state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) -> Result<(), Error> {
-        if allowed.iter().all(|&a| a) {
-            return self.encode_with(text, state, out);
+        match allowed.filter(|allowed| !allowed.iter().all(|&a| a)) {
+            None => self.encode_with(text, state, out),
+            Some(allowed) => self.with_state(state, |state| self.encode_pieces_allowing(text, allowed, state, out)),
         }
-        self.with_state(state, |state| self.encode_pieces_allowing(text, allowed, state, out))
     }
 
     /// The index of the leftmost special token in `text` that `which` marks.
@@ -322,11 +353,12 @@ impl Encoder {
         self.next_special(text.as_bytes(), 0, which).map(|(_, _, index)| index)
     }
 
-    /// `stable_prefix_len` for `encode_allowing`: only a cut before
-    /// whitespace, where the pattern splits whatever the specials are (a cut
-    /// after a special that is text could split its last piece).
-    pub fn stable_prefix_len_allowing(&self, text: &str, allowed: &[bool]) -> usize {
-        if allowed.iter().all(|&a| a) {
+    /// `stable_prefix_len` for `encode_allowing`: where not every special is
+    /// allowed, only a cut before whitespace, where the pattern splits
+    /// whatever the specials are (a cut after a special that is text could
+    /// split its last piece).
+    pub fn stable_prefix_len_allowing(&self, text: &str, allowed: Option<&[bool]>) -> usize {
+        if allowed.is_none_or(|allowed| allowed.iter().all(|&a| a)) {
             return self.stable_prefix_len(text);
         }
         let (bytes, cut_before) = (text.as_bytes(), self.pattern.cut_before());
@@ -401,8 +433,6 @@ pub struct EncodeState {
     /// shared cache's counters.
     hits: u64,
     misses: u64,
-    /// Pieces merged here and not yet in the shared cache.
-    pending: PendingInserts,
     /// Read the shared cache but add nothing to it.
     lookup_only: bool,
     /// Never use the shared cache: the thread's own table only.
@@ -432,15 +462,6 @@ impl EncodeState {
     pub fn private() -> Self {
         let long = LongPieceTable::with_max_bytes(PRIVATE_LONG_TABLE_BYTES);
         Self { private: true, long, ..Self::default() }
-    }
-
-    /// Add the pieces this state merged to the shared cache.
-    fn publish(&mut self) {
-        if let Some((_, shared)) = &self.shared {
-            if !self.pending.is_empty() {
-                shared.insert_pending(&mut self.pending);
-            }
-        }
     }
 
     fn flush_counts(&mut self) {
@@ -562,7 +583,7 @@ impl<'t> PieceBatch<'t> {
         let mut hash = 0;
         if key != 0 {
             hash = hash_packed(key);
-            table.prefetch_l2(hash);
+            table.prefetch::<L2>(hash);
         }
         let i = self.len;
         (self.pieces[i], self.keys[i], self.hashes[i]) = (bytes, key, hash);
@@ -663,7 +684,7 @@ mod tests {
         let text = "a t<|e|>x";
         let allowing = |allowed: &[bool]| {
             let mut out = Vec::new();
-            enc.encode_allowing(text, allowed, &mut EncodeState::default(), &mut out).unwrap();
+            enc.encode_allowing(text, Some(allowed), &mut EncodeState::default(), &mut out).unwrap();
             out
         };
         assert_eq!(allowing(&[true, true]), enc.encode(text).unwrap());

@@ -25,7 +25,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::packed::hash_packed;
-use crate::prefetch::{prefetch, prefetch_l2};
+use crate::prefetch::prefetch_to;
 
 const INLINE_IDS: usize = 3;
 const WAYS: usize = 4;
@@ -92,23 +92,15 @@ impl PieceTable {
         (hash >> self.shift) as usize
     }
 
-    /// Start loading the bucket of `hash` into the cache, so that a lookup a
-    /// few pieces later finds it there. A hint only: no effect on results.
+    /// Start loading the bucket of `hash` into cache level `LEVEL`
+    /// (`prefetch::L1` or `L2`), so that a lookup some pieces later finds it
+    /// there. A hint only: no effect on results.
     #[inline]
-    pub fn prefetch(&self, hash: u64) {
+    pub fn prefetch<const LEVEL: i32>(&self, hash: u64) {
         if let Some(bucket) = self.buckets.get(self.bucket_index(hash)) {
             // Both lines of the 128-byte bucket.
-            prefetch(&bucket.0[0]);
-            prefetch(&bucket.0[WAYS / 2]);
-        }
-    }
-
-    /// `prefetch` into the second-level cache, for a lookup a batch later.
-    #[inline]
-    pub fn prefetch_l2(&self, hash: u64) {
-        if let Some(bucket) = self.buckets.get(self.bucket_index(hash)) {
-            prefetch_l2(&bucket.0[0]);
-            prefetch_l2(&bucket.0[WAYS / 2]);
+            prefetch_to::<LEVEL, _>(&bucket.0[0]);
+            prefetch_to::<LEVEL, _>(&bucket.0[WAYS / 2]);
         }
     }
 
