@@ -266,26 +266,12 @@ impl Encoder {
         T: AsRef<str> + Sync,
         R: Send,
     {
-        self.batch(texts, || self.pooled_state(), allowed, convert)
+        self.encode_batch_from(texts, || self.pooled_state(), allowed, convert)
     }
 
-    /// `encode_batch` with each worker's state made by `new_state` (a private
-    /// one for file encoding, see `EncodeState::private`).
+    /// `encode_batch_allowing` with each worker's state made by `new_state`
+    /// (a private one for file encoding, see `EncodeState::private`).
     pub fn encode_batch_from<T, R, S>(
-        &self,
-        texts: &[T],
-        new_state: impl Fn() -> S + Sync + Send,
-        convert: impl Fn(Vec<u32>) -> R + Sync + Send,
-    ) -> Result<Vec<R>, Error>
-    where
-        T: AsRef<str> + Sync,
-        R: Send,
-        S: DerefMut<Target = EncodeState>,
-    {
-        self.batch(texts, new_state, None, convert)
-    }
-
-    fn batch<T, R, S>(
         &self,
         texts: &[T],
         new_state: impl Fn() -> S + Sync + Send,

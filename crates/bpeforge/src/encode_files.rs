@@ -45,7 +45,8 @@ pub fn encode_files<T: Send>(
     let mut batch = chunks.next_batch(batch_bytes)?;
     while !batch.is_empty() {
         let texts: Vec<&str> = batch.iter().map(|chunk| chunk.text.as_str()).collect();
-        let encode_batch = || encoder.encode_batch_from(&texts, || states.take(EncodeState::private, true), &convert);
+        let encode_batch =
+            || encoder.encode_batch_from(&texts, || states.take(EncodeState::private, true), None, &convert);
         let (converted, next_batch) = pool.install(|| rayon::join(encode_batch, || chunks.next_batch(batch_bytes)));
         sink(converted?)?;
         done += batch.iter().map(|chunk| chunk.text.len() as u64).sum::<u64>();
