@@ -13,7 +13,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from bpeforge import _core
+from bpeforge import extend as _extend
 from bpeforge.inputs import RecordOptions, count_inputs, expand, warn_skipped
+from bpeforge.open_tokenizer import TokenizerSource
 from bpeforge.outputs import check_output, replaced_atomically
 from bpeforge.patterns import normalize_pattern
 from bpeforge.progress import progress_bars
@@ -25,6 +27,7 @@ from bpeforge.train import (
     normalize_paths,
     normalize_specials,
     result_from_core,
+    train_counts,
 )
 
 Counts = _core.Counts
@@ -87,14 +90,31 @@ def train_from_counts(
     min_frequency: int | None = None,
     max_token_length: int | None = None,
     progress: bool = False,
+    extend: TokenizerSource | None = None,
+    num_threads: int | None = None,
 ) -> TrainResult:
-    """Learn merges from a count table (or count file), with the special tokens it was counted with."""
+    """Learn merges from a count table (or count file), with the special tokens it was counted with.
+
+    `extend` continues training a base tokenizer, as in `bpeforge.train`: the
+    counts must have been made with a pattern that keeps the base's tokens
+    whole and with the base's special tokens (`bpeforge.count(...,
+    special_tokens=base.special_tokens, pattern=base.pattern)`)."""
     if not isinstance(counts, (Counts, str, os.PathLike)):
         raise TypeError(f"counts must be a Counts table or a count file's path, got {type(counts).__name__}")
     table = counts if isinstance(counts, Counts) else load_counts(counts)
     specials = table.special_tokens
+    base = None
+    if extend is not None:
+        base = _extend.open_base(extend, table.pattern)
+        _extend.extension_pattern(base, table.pattern)
+        missing = [token for token in base.special_tokens if token not in specials]
+        if missing:
+            raise ValueError(
+                f"the counts were made without the base's special tokens {missing}; count again with "
+                f"special_tokens={base.special_tokens + [t for t in specials if t not in base.special_tokens]}"
+            )
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
     with progress_bars(progress) as bars:
-        core = table.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    return result_from_core(core, specials, table.pattern, vocab_size)
+        core = train_counts(table, vocab_size, min_frequency, max_token_length, bars, base, num_threads)
+    return result_from_core(core, specials, table.pattern, vocab_size, base)

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from bpeforge import _core, io
+from bpeforge.arguments import check_positive
 from bpeforge.patterns import normalize_pattern
 from bpeforge.streaming import stable_chunks
-from bpeforge.train import check_positive
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Union
 
 from bpeforge import _core
+from bpeforge import extend as _extend
+from bpeforge.arguments import check_positive
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
+from bpeforge.open_tokenizer import TokenizerSource, tokenizer_kind
 from bpeforge.patterns import normalize_pattern
 from bpeforge.progress import progress_bars
+from bpeforge.tokenizer import Tokenizer
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -51,6 +55,11 @@ class TrainStats:
     # Seconds spent counting text files: "read" (overlaps the rest), "batches", "fold", and with
     # profile=True "pretokenize_cpu"/"count_cpu" (all threads). Empty for other inputs.
     count_profile: dict[str, float] = field(default_factory=dict)
+    # With extend=: the merges learned on top of the base, and the counted text's length in tokens with the
+    # base and with the result (specials left out), which give the compression gained.
+    merges_added: int | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
 
 
 @dataclass(frozen=True)
@@ -142,8 +151,9 @@ def train(
     text_field: str = "text",
     text_column: str = "text",
     skip_bad_records: bool = False,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
     profile: bool = False,
+    extend: TokenizerSource | None = None,
 ) -> TrainResult:
     """Like `train_bpe`, with the special tokens and run figures kept.
 
@@ -152,10 +162,15 @@ def train(
     and Parquet (`text_column` of each row); each record is a document. See
     `bpeforge.inputs`. `profile` times pre-tokenizing and counting apart
     (`stats.count_profile`), which makes counting somewhat slower.
+
+    `extend` continues training a base tokenizer (a `Tokenizer`, a tokenizer
+    directory, a `tokenizer.json`, or a `.tiktoken` file with its `pattern`):
+    its ids, merges and special tokens are kept, new merges follow its largest
+    id, and `vocab_size` counts every token, the base's included (see
+    `bpeforge.extend`). `pattern` defaults to "gpt2", or to the base's.
     """
     files = expand(normalize_paths(input_path), glob)
-    specials = normalize_specials(special_tokens)
-    pattern = normalize_pattern(pattern)
+    base, specials, pattern = training_setup(special_tokens, pattern, extend)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
     if num_threads is not None:
@@ -165,7 +180,20 @@ def train(
     paths = [os.fspath(p) for p in files]
     records = RecordOptions(text_field, text_column, skip_bad_records)
     with progress_bars(progress) as bars:
-        if all(kind(p) == "text" for p in files):
+        if base is not None and all(kind(p) == "text" for p in files):
+            core = _core.extend(
+                paths,
+                base._core,
+                vocab_size,
+                specials,
+                num_threads,
+                chunk_size,
+                bars,
+                min_frequency or 0,
+                max_token_length,
+                pattern,
+            )
+        elif all(kind(p) == "text" for p in files):
             core = _core.train(
                 paths,
                 vocab_size,
@@ -180,8 +208,8 @@ def train(
             )
         else:
             counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
-            core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    result = result_from_core(core, specials, pattern, vocab_size)
+            core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads)
+    result = result_from_core(core, specials, pattern, vocab_size, base)
     return replace(result, stats=replace(result.stats, skipped_records=records.skipped))
 
 
@@ -194,39 +222,79 @@ def train_from_iterator(
     progress: bool = False,
     min_frequency: int | None = None,
     max_token_length: int | None = None,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
+    extend: TokenizerSource | None = None,
 ) -> TrainResult:
     """Train on documents from any iterator of strings (each string is a document).
 
     Strings are counted in batches, in parallel, with the GIL released, so the
-    iterator can be a generator over a data loader of any size.
+    iterator can be a generator over a data loader of any size. `extend` and
+    `pattern` as in `train`.
     """
     if isinstance(iterator, (str, bytes)):
         raise TypeError("train_from_iterator takes an iterable of documents (str), not one string; wrap it: [text]")
-    specials = normalize_specials(special_tokens)
-    pattern = normalize_pattern(pattern)
+    base, specials, pattern = training_setup(special_tokens, pattern, extend)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
     counts = _core.Counts(specials, pattern)
     add_documents(counts, iterator, num_threads)
     with progress_bars(progress) as bars:
-        core = counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    return result_from_core(core, specials, pattern, vocab_size)
+        core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads)
+    return result_from_core(core, specials, pattern, vocab_size, base)
+
+
+def training_setup(
+    special_tokens: Iterable[str] | None, pattern: str | None, extend: TokenizerSource | None
+) -> tuple[Tokenizer | None, list[str], str]:
+    """The base tokenizer (or None), the special tokens and the pattern to count with."""
+    specials = normalize_specials(special_tokens)
+    if extend is None:
+        return None, specials, normalize_pattern(pattern or "gpt2")
+    base = _extend.open_base(extend, pattern)
+    tiktoken_base = not isinstance(extend, Tokenizer) and tokenizer_kind(Path(extend)) == "tiktoken"
+    pattern = _extend.extension_pattern(base, None if tiktoken_base else pattern)
+    return base, _extend.extension_specials(base, specials), pattern
+
+
+def train_counts(
+    counts: _core.Counts,
+    vocab_size: int,
+    min_frequency: int | None,
+    max_token_length: int | None,
+    bars: object,
+    base: Tokenizer | None = None,
+    num_threads: int | None = None,
+) -> tuple:
+    """The core's training (or extension of `base`) from a count table."""
+    if base is None:
+        return counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
+    return counts.extend(base._core, vocab_size, min_frequency or 0, max_token_length, num_threads, bars)
 
 
 def result_from_core(
-    core: tuple[list[bytes], list[tuple[bytes, bytes]], dict], specials: list[str], pattern: str, vocab_size: int
+    core: tuple[list, list[tuple[bytes, bytes]], dict],
+    specials: list[str],
+    pattern: str,
+    vocab_size: int,
+    base: Tokenizer | None = None,
 ) -> TrainResult:
-    """The Python result of a core training run, with what the caller should
-    hear about it: an error for a corpus with no text, notes for the rest."""
-    vocab_list, merges, stats = core
-    stats = TrainStats(**stats)
+    """The Python result of a core training run (or extension of `base`, for
+    which the core returns `(id, bytes)` entries and the new merges), with what
+    the caller should hear about it: an error for a corpus with no text, notes
+    for the rest."""
+    vocab_entries, merges, stats = core
+    if base is None:
+        stats = TrainStats(**stats)
+        vocab = TrainedVocab(enumerate(vocab_entries))
+    else:
+        stats = TrainStats(**stats, merges_added=len(merges))
+        vocab = TrainedVocab(vocab_entries)
+        merges = base.merges + merges
     if stats.unique_pretokens == 0:
         raise ValueError(
             "the corpus has no text to train on (the inputs are empty, or hold only special tokens or skipped "
             "records); give files with text"
         )
-    vocab = TrainedVocab(enumerate(vocab_list))
     vocab.pattern, vocab.special_tokens = pattern, tuple(specials)
     result = TrainResult(vocab, merges, specials, stats, pattern)
     for note in training_notes(result, vocab_size):
@@ -311,8 +379,3 @@ def check_limits(min_frequency: object, max_token_length: object) -> None:
         check_positive("min_frequency", min_frequency)
     if max_token_length is not None:
         check_positive("max_token_length", max_token_length)
-
-
-def check_positive(name: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")

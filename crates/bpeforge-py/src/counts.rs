@@ -16,10 +16,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::detached::run_detached;
+use crate::encoder::PyEncoder;
 use crate::errors::to_py_err;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
-use crate::train_result_to_py;
+use crate::{extension_to_py, train_result_to_py};
 
 #[pyclass(module = "bpeforge._core", name = "Counts")]
 pub struct PyCounts {
@@ -143,6 +144,37 @@ impl PyCounts {
         let counted = self.inner.clone();
         let result = run_detached(py, &observer, || train::train_from_counts(counted, &options, &observer))?;
         train_result_to_py(py, &result)
+    }
+
+    /// Continue training `base` from (a copy of) the table: `([(id, bytes)],
+    /// new merges, stats)`; `vocab_size` counts the base's tokens too.
+    #[pyo3(signature = (base, vocab_size, min_frequency=0, max_token_length=None, num_threads=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn extend<'py>(
+        &self,
+        py: Python<'py>,
+        base: PyRef<'py, PyEncoder>,
+        vocab_size: usize,
+        min_frequency: u64,
+        max_token_length: Option<usize>,
+        num_threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let options = TrainOptions {
+            min_frequency,
+            max_token_length,
+            num_threads,
+            pattern: self.inner.pattern.clone(),
+            ..TrainOptions::new(vocab_size, self.inner.special_tokens.clone())
+        };
+        let observer = PyObserver::new(progress);
+        let counted = self.inner.clone();
+        let base = base.encoder().clone();
+        let extension = run_detached(py, &observer, || {
+            let pool = train::build_pool(options.num_threads)?;
+            train::extend::extend_from_counts(counted, &options, &base, &pool, &observer)
+        })?;
+        extension_to_py(py, &extension)
     }
 
     #[getter]

@@ -31,6 +31,10 @@ pub struct PyEncoder {
 }
 
 impl PyEncoder {
+    pub(crate) fn encoder(&self) -> &Arc<Encoder> {
+        &self.inner
+    }
+
     fn check_width(&self, width: usize) -> PyResult<()> {
         let size = self.inner.vocab().len();
         match width {

@@ -14,13 +14,14 @@ mod sources;
 
 use std::path::PathBuf;
 
-use bpeforge::train::{TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::train::{Extension, Merge, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::Pattern;
-use bpeforge::TrainResult;
+use bpeforge::{TrainResult, TrainStats};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use detached::run_detached;
+use encoder::PyEncoder;
 use observer::PyObserver;
 
 /// Train; returns `(vocab bytes by id, merges as (left, right), stats dict)`.
@@ -57,18 +58,73 @@ fn train<'py>(
     train_result_to_py(py, &result)
 }
 
+/// Continue training `base` on `paths`; returns `([(id, bytes)], new merges,
+/// stats dict)`. `vocab_size` counts every token, the base's included.
+#[pyfunction]
+#[pyo3(signature = (
+    paths, base, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None,
+    min_frequency=0, max_token_length=None, pattern="gpt2",
+))]
+#[allow(clippy::too_many_arguments)]
+fn extend<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    base: PyRef<'py, PyEncoder>,
+    vocab_size: usize,
+    special_tokens: Vec<String>,
+    num_threads: Option<usize>,
+    chunk_size: Option<usize>,
+    progress: Option<Py<PyAny>>,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+    pattern: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let options = TrainOptions {
+        pattern: pattern.to_string(),
+        num_threads,
+        chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
+        min_frequency,
+        max_token_length,
+        ..TrainOptions::new(vocab_size, special_tokens)
+    };
+    let observer = PyObserver::new(progress);
+    let base = base.encoder().clone();
+    let extension = run_detached(py, &observer, || bpeforge::train::extend(&paths, &options, &base, &observer))?;
+    extension_to_py(py, &extension)
+}
+
 /// `(vocab bytes by id, merges, stats dict)` for Python.
 pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> PyResult<Bound<'py, PyTuple>> {
     let vocab = PyList::new(py, result.vocab.iter().map(|bytes| PyBytes::new(py, bytes)))?;
-    let merges = PyList::new(py, result.merges.iter().map(|(l, r)| (PyBytes::new(py, l), PyBytes::new(py, r))))?;
+    let merges = merges_to_py(py, &result.merges)?;
+    let stats = stats_to_py(py, &result.stats)?;
+    PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
+}
+
+/// `([(id, bytes)], new merges, stats dict)` for Python; the stats hold the
+/// corpus's length in tokens with the base and with the extension.
+pub(crate) fn extension_to_py<'py>(py: Python<'py>, extension: &Extension) -> PyResult<Bound<'py, PyTuple>> {
+    let vocab = PyList::new(py, extension.vocab.iter().map(|(id, bytes)| (*id, PyBytes::new(py, bytes))))?;
+    let merges = merges_to_py(py, &extension.merges)?;
+    let stats = stats_to_py(py, &extension.stats)?;
+    stats.set_item("tokens_before", extension.tokens_before)?;
+    stats.set_item("tokens_after", extension.tokens_after)?;
+    PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
+}
+
+fn merges_to_py<'py>(py: Python<'py>, merges: &[Merge]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, merges.iter().map(|(l, r)| (PyBytes::new(py, l), PyBytes::new(py, r))))
+}
+
+fn stats_to_py<'py>(py: Python<'py>, result: &TrainStats) -> PyResult<Bound<'py, PyDict>> {
     let stats = PyDict::new(py);
-    stats.set_item("bytes_read", result.stats.bytes_read)?;
-    stats.set_item("unique_pretokens", result.stats.unique_pretokens)?;
-    stats.set_item("pretokenize_seconds", result.stats.pretokenize_time.as_secs_f64())?;
-    stats.set_item("merge_seconds", result.stats.merge_time.as_secs_f64())?;
-    stats.set_item("threads", result.stats.threads)?;
-    stats.set_item("unmatched_bytes", result.stats.unmatched_bytes)?;
-    let profile = &result.stats.count_profile;
+    stats.set_item("bytes_read", result.bytes_read)?;
+    stats.set_item("unique_pretokens", result.unique_pretokens)?;
+    stats.set_item("pretokenize_seconds", result.pretokenize_time.as_secs_f64())?;
+    stats.set_item("merge_seconds", result.merge_time.as_secs_f64())?;
+    stats.set_item("threads", result.threads)?;
+    stats.set_item("unmatched_bytes", result.unmatched_bytes)?;
+    let profile = &result.count_profile;
     let seconds = PyDict::new(py);
     seconds.set_item("read", profile.read.as_secs_f64())?;
     seconds.set_item("batches", profile.batches.as_secs_f64())?;
@@ -76,7 +132,7 @@ pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> 
     seconds.set_item("pretokenize_cpu", profile.pretokenize_cpu.as_secs_f64())?;
     seconds.set_item("count_cpu", profile.count_cpu.as_secs_f64())?;
     stats.set_item("count_profile", seconds)?;
-    PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
+    Ok(stats)
 }
 
 /// The pre-tokens of one document (no special-token handling).
@@ -105,6 +161,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<counts::PyCounts>()?;
     m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(extend, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;

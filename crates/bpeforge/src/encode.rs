@@ -122,6 +122,11 @@ impl Encoder {
         self.specials.tokens()
     }
 
+    /// The id of each special token, in the order of `special_tokens`.
+    pub fn special_ids(&self) -> &[u32] {
+        &self.special_ids
+    }
+
     pub fn specials(&self) -> &SpecialSplitter {
         &self.specials
     }

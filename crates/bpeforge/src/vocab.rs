@@ -85,6 +85,16 @@ impl Vocabulary {
         self.byte_pair_merges[(first as usize) << 8 | second as usize]
     }
 
+    /// Every `(id, bytes)`, in id order (skipped ids left out).
+    pub fn tokens(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        self.tokens.iter().enumerate().filter_map(|(id, token)| Some((id as u32, token.as_deref()?)))
+    }
+
+    /// The ids that merges make (each the lowest id of its bytes), in no particular order.
+    pub fn merged_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.merges.values().map(|rule| rule.merged)
+    }
+
     pub fn num_merges(&self) -> usize {
         self.merges.len()
     }
@@ -177,7 +187,7 @@ fn pair_key(left: u32, right: u32) -> u64 {
     (left as u64) << 32 | right as u64
 }
 
-fn show(bytes: &[u8]) -> String {
+pub(crate) fn show(bytes: &[u8]) -> String {
     format!("{:?}", String::from_utf8_lossy(bytes))
 }
 

@@ -49,7 +49,28 @@ pub fn learn_merges(
     limits: MergeLimits,
     observer: &dyn Observer,
 ) -> Result<Vec<Merge>, Error> {
-    let mut state = MergeState::new(counts, limits.max_token_length);
+    Ok(learn_merges_from(Start::from_bytes(counts), max_merges, limits, observer)?.merges)
+}
+
+/// What the merge loop learned, and the corpus's length in tokens before and after.
+#[derive(Debug, Clone)]
+pub struct Learned {
+    pub merges: Vec<Merge>,
+    /// Sum over pre-tokens of count x tokens, at the start and at the end.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// Learn up to `max_merges` merges, continuing from `start`.
+pub fn learn_merges_from(
+    start: Start,
+    max_merges: usize,
+    limits: MergeLimits,
+    observer: &dyn Observer,
+) -> Result<Learned, Error> {
+    let fixed_tokens = start.fixed_tokens;
+    let mut state = MergeState::new(start, limits.max_token_length);
+    let tokens_before = fixed_tokens + state.tokens();
     // `max_merges` comes from the user's vocab_size: never size memory by it
     // (a vocab_size of 2**32 would ask for 32 GB up front).
     let mut merges = Vec::with_capacity(max_merges.min(1 << 16));
@@ -67,7 +88,45 @@ pub fn learn_merges(
     // The phase is complete: when the corpus ran out of pairs early, that is
     // fewer merges than asked for, which the summary reports.
     observer.progress(Phase::Merge, merges.len() as u64, merges.len() as u64)?;
-    Ok(merges)
+    let tokens_after = fixed_tokens + state.tokens();
+    Ok(Learned { merges, tokens_before, tokens_after })
+}
+
+/// Where the merge loop starts: the words that can still merge, as symbol
+/// sequences, with their counts, and the bytes of every symbol.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    pub words: WordStore,
+    pub word_counts: Vec<u64>,
+    /// Symbol id -> bytes. Ids 0..256 must be the single bytes; no two symbols
+    /// may have the same bytes (symbols are identified by their bytes).
+    pub symbols: Vec<Arc<[u8]>>,
+    /// Tokens of the pre-tokens left out because they are one symbol already
+    /// (count x 1 each): only for the before/after figures.
+    pub fixed_tokens: u64,
+}
+
+impl Start {
+    /// From scratch: every pre-token as its bytes.
+    pub fn from_bytes(counts: PretokenCounts) -> Self {
+        let mut start = Self { symbols: byte_symbols(), ..Self::default() };
+        start.word_counts.reserve(counts.len());
+        counts.for_each(|bytes, n| {
+            // A one-byte pre-token holds no pair and can never change: leave it out.
+            if bytes.len() > 1 {
+                start.words.push_bytes(bytes);
+                start.word_counts.push(n);
+            } else {
+                start.fixed_tokens += n;
+            }
+        });
+        start
+    }
+}
+
+/// Symbols 0..256: the single bytes.
+pub fn byte_symbols() -> Vec<Arc<[u8]>> {
+    (0..=255u8).map(|b| Arc::from([b].as_slice())).collect()
 }
 
 struct MergeState {
@@ -88,19 +147,9 @@ struct MergeState {
 }
 
 impl MergeState {
-    fn new(counts: PretokenCounts, max_token_length: Option<usize>) -> Self {
-        // A one-byte pre-token holds no pair and can never change: leave it out.
-        let mut words = WordStore::default();
-        let mut word_counts = Vec::with_capacity(counts.len());
-        counts.for_each(|bytes, n| {
-            if bytes.len() > 1 {
-                words.push_bytes(bytes);
-                word_counts.push(n);
-            }
-        });
-        drop(counts);
+    fn new(start: Start, max_token_length: Option<usize>) -> Self {
+        let Start { words, word_counts, symbols, .. } = start;
         let visited = vec![0; words.len()];
-        let symbols: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from([b].as_slice())).collect();
         let symbol_ids = symbols.iter().enumerate().map(|(id, bytes)| (bytes.clone(), id as u32)).collect();
         let mut state = Self {
             words,
@@ -117,6 +166,11 @@ impl MergeState {
         };
         state.count_initial_pairs();
         state
+    }
+
+    /// Sum over the words of count x length.
+    fn tokens(&self) -> u64 {
+        (0..self.words.len() as u32).map(|w| self.word_counts[w as usize] * self.words.symbols(w).len() as u64).sum()
     }
 
     fn count_initial_pairs(&mut self) {

@@ -11,6 +11,7 @@
 
 pub mod count;
 pub mod counts_file;
+pub mod extend;
 pub mod merge;
 pub mod profile;
 pub mod queue;
@@ -23,12 +24,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::chunking::Source;
+use crate::encode::Encoder;
 use crate::error::Error;
 use crate::pattern::Pattern;
 use crate::progress::Observer;
 use crate::specials::SpecialSplitter;
 
 pub use counts_file::CountsFile;
+pub use extend::Extension;
 pub use merge::Merge;
 pub use profile::CountProfile;
 pub use table::PretokenCounts;
@@ -99,6 +102,48 @@ pub struct TrainStats {
 /// Train on `paths`, one corpus in which each file ends a document.
 pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer) -> Result<TrainResult, Error> {
     merges_wanted(options.vocab_size, options.special_tokens.len())?;
+    let (counted, run) = count_paths(paths, options, observer)?;
+    let mut result = train_from_counts(counted, options, observer)?;
+    run.fill(&mut result.stats);
+    Ok(result)
+}
+
+/// Continue training `base` on `paths` (`extend.rs`). `options.special_tokens`
+/// must hold the base's; `options.vocab_size` counts every token, the base's included.
+pub fn extend(
+    paths: &[PathBuf],
+    options: &TrainOptions,
+    base: &Encoder,
+    observer: &dyn Observer,
+) -> Result<Extension, Error> {
+    extend::check_base(base, options)?;
+    let (counted, run) = count_paths(paths, options, observer)?;
+    let pool = build_pool(options.num_threads)?;
+    let mut extension = extend::extend_from_counts(counted, options, base, &pool, observer)?;
+    run.fill(&mut extension.stats);
+    Ok(extension)
+}
+
+/// What the counting phase of a run took.
+struct CountRun {
+    pretokenize_time: Duration,
+    threads: usize,
+    count_profile: CountProfile,
+}
+
+impl CountRun {
+    fn fill(self, stats: &mut TrainStats) {
+        stats.pretokenize_time = self.pretokenize_time;
+        stats.threads = self.threads;
+        stats.count_profile = self.count_profile;
+    }
+}
+
+fn count_paths(
+    paths: &[PathBuf],
+    options: &TrainOptions,
+    observer: &dyn Observer,
+) -> Result<(CountsFile, CountRun), Error> {
     let started = Instant::now();
     let settings = CountSettings {
         special_tokens: &options.special_tokens,
@@ -109,12 +154,7 @@ pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer)
     };
     let sources: Vec<Source> = paths.iter().cloned().map(Source::whole).collect();
     let (counted, threads, count_profile) = count(&sources, &settings, observer)?;
-    let pretokenize_time = started.elapsed();
-    let mut result = train_from_counts(counted, options, observer)?;
-    result.stats.pretokenize_time = pretokenize_time;
-    result.stats.threads = threads;
-    result.stats.count_profile = count_profile;
-    Ok(result)
+    Ok((counted, CountRun { pretokenize_time: started.elapsed(), threads, count_profile }))
 }
 
 /// How a corpus is counted.
@@ -164,18 +204,8 @@ pub fn train_from_counts(
 ) -> Result<TrainResult, Error> {
     let specials = SpecialSplitter::new(&options.special_tokens)?;
     let max_merges = merges_wanted(options.vocab_size, specials.tokens().len())?;
-    if counted.special_tokens != options.special_tokens {
-        return Err(Error::InvalidArgument(format!(
-            "the counts were made with special tokens {:?}, not {:?}; train with the same special tokens",
-            counted.special_tokens, options.special_tokens
-        )));
-    }
-    let mut stats = TrainStats {
-        bytes_read: counted.bytes_counted,
-        unique_pretokens: counted.counts.len(),
-        unmatched_bytes: counted.unmatched_bytes,
-        ..TrainStats::default()
-    };
+    check_counted_specials(&counted, options)?;
+    let mut stats = stats_of(&counted);
     let started = Instant::now();
     let limits =
         merge::MergeLimits { min_frequency: options.min_frequency, max_token_length: options.max_token_length };
@@ -183,6 +213,26 @@ pub fn train_from_counts(
     stats.merge_time = started.elapsed();
     let vocab = layout_vocab(&merges, specials.tokens());
     Ok(TrainResult { vocab, merges, stats })
+}
+
+fn check_counted_specials(counted: &CountsFile, options: &TrainOptions) -> Result<(), Error> {
+    if counted.special_tokens != options.special_tokens {
+        return Err(Error::InvalidArgument(format!(
+            "the counts were made with special tokens {:?}, not {:?}; train with the same special tokens",
+            counted.special_tokens, options.special_tokens
+        )));
+    }
+    Ok(())
+}
+
+/// The figures of a run known from its count table alone.
+fn stats_of(counted: &CountsFile) -> TrainStats {
+    TrainStats {
+        bytes_read: counted.bytes_counted,
+        unique_pretokens: counted.counts.len(),
+        unmatched_bytes: counted.unmatched_bytes,
+        ..TrainStats::default()
+    }
 }
 
 /// How many merges reach `vocab_size` after the 256 bytes and the specials.

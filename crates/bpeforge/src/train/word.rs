@@ -27,6 +27,14 @@ impl WordStore {
         index
     }
 
+    /// Add a word of symbols; returns its index.
+    pub fn push_symbols(&mut self, symbols: &[u32]) -> u32 {
+        let index = self.spans.len() as u32;
+        self.spans.push((self.symbols.len(), symbols.len() as u32));
+        self.symbols.extend_from_slice(symbols);
+        index
+    }
+
     pub fn len(&self) -> usize {
         self.spans.len()
     }

@@ -1,0 +1,74 @@
+"""One way to name a tokenizer wherever bpeforge takes one: a `Tokenizer`, a
+directory (written by `bpeforge train`/`save`, GPT-2's `vocab.json` +
+`merges.txt`, or one holding an HF `tokenizer.json`), a `tokenizer.json` file,
+or a tiktoken `.tiktoken` ranks file, which records neither its pattern nor its
+special tokens: give them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Union
+
+from bpeforge import io
+from bpeforge.tokenizer import Tokenizer
+
+HF_FILE = "tokenizer.json"
+
+TokenizerSource = Union[Tokenizer, str, "os.PathLike[str]"]
+
+
+def open_tokenizer(
+    source: TokenizerSource, *, pattern: str | None = None, special_tokens: Iterable[str] | None = None
+) -> Tokenizer:
+    """The tokenizer `source` names. `pattern` and `special_tokens` are needed
+    for a `.tiktoken` file (which stores neither) and refused for the others,
+    which carry their own, rather than silently changing how they encode."""
+    if isinstance(source, Tokenizer):
+        _refuse_overrides(source, pattern, special_tokens, "a Tokenizer")
+        return source
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"a tokenizer is a Tokenizer or a path, got {type(source).__name__}")
+    path = Path(source)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: give a tokenizer directory, a {HF_FILE} or a .tiktoken file")
+    kind = tokenizer_kind(path)
+    if kind == "tiktoken":
+        if pattern is None:
+            raise ValueError(
+                f"{path}: a .tiktoken file does not record its pre-tokenizer; give its pattern "
+                "(e.g. pattern='o200k' for o200k_base, 'cl100k' for cl100k_base)"
+            )
+        from bpeforge.formats import load_tiktoken
+
+        return load_tiktoken(path, pattern, list(special_tokens or []))
+    if kind is None:
+        raise ValueError(
+            f"cannot tell what tokenizer {path} is: give a directory written by `bpeforge train` (or with "
+            f"{io.VOCAB_FILE} and {io.MERGES_FILE}), a {HF_FILE} (or a directory holding one), or a .tiktoken file"
+        )
+    what = f"{path} ({kind})"
+    _refuse_overrides(None, pattern, special_tokens, what)
+    if kind == "hf":
+        return Tokenizer.from_hf(path / HF_FILE if path.is_dir() else path)
+    return Tokenizer.load(path)
+
+
+def tokenizer_kind(path: Path) -> str | None:
+    """ "gpt2" (a bpeforge or GPT-2 directory), "hf" or "tiktoken"; None if the name and contents do not tell."""
+    if path.is_dir():
+        if (path / io.VOCAB_FILE).is_file() and (path / io.MERGES_FILE).is_file():
+            return "gpt2"
+        return "hf" if (path / HF_FILE).is_file() else None
+    return {".json": "hf", ".tiktoken": "tiktoken"}.get(path.suffix.lower())
+
+
+def _refuse_overrides(
+    tokenizer: Tokenizer | None, pattern: str | None, special_tokens: Iterable[str] | None, what: str
+) -> None:
+    if pattern is not None and (tokenizer is None or pattern != tokenizer.pattern):
+        raise ValueError(f"{what} has its own pre-tokenizer; a pattern is only for .tiktoken files")
+    if special_tokens:
+        raise ValueError(f"{what} has its own special tokens; special tokens are only for .tiktoken files")
