@@ -10,6 +10,8 @@ GPT-2's real vocabulary on 20news.
 from __future__ import annotations
 
 import lzma
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -177,3 +179,79 @@ def test_a_tiktoken_base_needs_its_pattern(tmp_path, small_base, cs336_dir):
 def test_a_missing_base_is_a_clear_error(tmp_path, cs336_dir):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         bpeforge.train(cs336_dir / "corpus.en", 500, extend=tmp_path / "nope")
+
+
+# --- formats and the command line --------------------------------------------
+
+
+def test_an_extended_gpt2_saves_to_every_format_with_the_same_ids(gpt2, news_sample, tmp_path):
+    from bpeforge import tiktoken as bt
+
+    extended = tokenizer_of(bpeforge.train(news_sample, 50_257 + 300, extend=gpt2))
+    text = news_sample.read_text(encoding="utf-8")[:200_000] + "<|endoftext|>"
+    expected = extended.encode(text)
+    extended.save(tmp_path / "gpt2-files")
+    extended.save_hf(tmp_path / "tokenizer.json")
+    extended.save_tiktoken(tmp_path / "ranks.tiktoken")
+    reloaded = {
+        "gpt2 files": bpeforge.Tokenizer.load(tmp_path / "gpt2-files"),
+        "hf": bpeforge.Tokenizer.from_hf(tmp_path / "tokenizer.json"),
+        "tiktoken": bpeforge.Tokenizer.from_tiktoken(tmp_path / "ranks.tiktoken", "gpt2", {ENDOFTEXT: 50_256}),
+    }
+    for name, tokenizer in reloaded.items():
+        assert tokenizer.encode(text) == expected, name
+    from tokenizers import Tokenizer as HFTokenizer
+
+    assert HFTokenizer.from_file(str(tmp_path / "tokenizer.json")).encode(text).ids == expected
+    ranks = {token: token_id for token_id, token in extended.vocab.items() if token != ENDOFTEXT.encode()}
+    encoding = bt.Encoding(
+        "gpt2-extended",
+        pat_str=bt.get_encoding("gpt2")._pat_str,
+        mergeable_ranks=ranks,
+        special_tokens={ENDOFTEXT: 50_256},
+    )
+    assert encoding.encode(text, allowed_special="all") == expected
+
+
+def test_a_bundled_encoding_is_a_base_with_its_special_tokens(cs336_dir):
+    result = bpeforge.train(cs336_dir / "corpus.en", 200_000 + 50, extend="o200k_base")
+    assert result.pattern == "o200k"
+    assert result.vocab[199_999] == b"<|endoftext|>" and result.vocab[200_018] == b"<|endofprompt|>"
+    assert result.stats.merges_added == 50 and min(i for i in result.vocab if i > 200_018) == 200_019
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bpeforge", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_extends_a_directory_and_keeps_it(tmp_path, cs336_dir):
+    corpus = cs336_dir / "corpus.en"
+    base = tmp_path / "base"
+    assert run_cli("train", str(corpus), "--vocab-size", "400", "-o", str(base), "--no-progress").returncode == 0
+    before = {p.name: p.read_bytes() for p in base.iterdir()}
+    done = run_cli("train", str(corpus), "--extend", str(base), "--vocab-size", "600", "-o", str(tmp_path / "x"))
+    assert done.returncode == 0, done.stderr
+    assert "143 base merges kept, 200 added" in done.stdout and "fewer tokens" in done.stdout
+    extended = bpeforge.Tokenizer.load(tmp_path / "x")
+    assert extended.merges == bpeforge.train(corpus, 600, [ENDOFTEXT]).merges
+    # --force cannot make the base its own output: the base is an input.
+    refused = run_cli("train", str(corpus), "--extend", str(base), "--vocab-size", "600", "-o", str(base), "--force")
+    assert refused.returncode != 0 and "base" in refused.stderr
+    assert {p.name: p.read_bytes() for p in base.iterdir()} == before
+    # From a count file, the same result.
+    counts = tmp_path / "counts.bin"
+    assert run_cli("count", str(corpus), "-o", str(counts), "--no-progress").returncode == 0
+    done = run_cli(
+        "train",
+        "--from-counts",
+        str(counts),
+        "--extend",
+        str(base),
+        "--vocab-size",
+        "600",
+        "-o",
+        str(tmp_path / "y"),
+        "--no-progress",
+    )
+    assert done.returncode == 0, done.stderr
+    assert bpeforge.Tokenizer.load(tmp_path / "y") == extended

@@ -96,6 +96,12 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     train_cmd.add_argument("--demo", action="store_true", help="train on the Python standard library's source files")
     train_cmd.add_argument("--from-counts", type=Path, metavar="COUNTS", help="train from a `bpeforge count` file")
     train_cmd.add_argument(
+        "--extend",
+        metavar="BASE",
+        help="continue training BASE (a tokenizer directory, a tokenizer.json, or a .tiktoken file with --pattern): "
+        "its ids, merges and special tokens are kept and new merges follow; --vocab-size counts all tokens",
+    )
+    train_cmd.add_argument(
         "--min-frequency", type=int, help="stop when the best pair occurs fewer times (off by default, as in CS336)"
     )
     train_cmd.add_argument("--max-token-length", type=int, help="never make a token longer than this many bytes")
@@ -145,6 +151,8 @@ def stdin_inputs(inputs: Sequence[str]) -> list[str]:
 def _special_tokens(args: argparse.Namespace) -> list[str]:
     if args.no_special_tokens:
         return []
+    if getattr(args, "extend", None) is not None:
+        return args.special_tokens or []  # the base's, plus any given
     return args.special_tokens if args.special_tokens is not None else [DEFAULT_SPECIAL]
 
 
@@ -152,9 +160,8 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
     """Where documents come from and how they are split: the same for `train` and `count`."""
     cmd.add_argument(
         "--pattern",
-        default="gpt2",
-        help="pre-tokenizer: gpt2 (default, CS336), cl100k, o200k, llama3, qwen2 or a custom regex (text no "
-        "match covers is kept as pieces of its own)",
+        help="pre-tokenizer: gpt2 (default, CS336; with --extend, the base's), cl100k, o200k, llama3, qwen2 or a "
+        "custom regex (text no match covers is kept as pieces of its own)",
     )
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
     cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
@@ -183,8 +190,10 @@ def _check_ray_options(args: argparse.Namespace, parser: argparse.ArgumentParser
 
 
 def _input_kwargs(args: argparse.Namespace) -> dict:
+    extending = getattr(args, "extend", None) is not None
     return {
-        "pattern": args.pattern,
+        # With --extend, no --pattern means the base's (train resolves it).
+        "pattern": args.pattern if extending else args.pattern or "gpt2",
         "glob": args.glob,
         "text_field": args.text_field,
         "text_column": args.text_column,
@@ -201,13 +210,13 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     started = time.perf_counter()
     if args.from_counts is not None:
         if args.output is not None:
-            _check_tokenizer_output(args.output, [args.from_counts], args.force)
+            _check_tokenizer_output(args.output, [args.from_counts, *_base_paths(args)], args.force)
         result, output, files = _train_from_counts(args, parser), args.output, 1
         vocab_size = args.vocab_size
     else:
         inputs, output, vocab_size = _train_inputs(args, parser)
         inputs = stdin_inputs(inputs)
-        _check_tokenizer_output(output, inputs, args.force)
+        _check_tokenizer_output(output, [*inputs, *_base_paths(args)], args.force)
         specials = _special_tokens(args)
         result = train(
             inputs,
@@ -218,6 +227,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             min_frequency=args.min_frequency,
             max_token_length=args.max_token_length,
             profile=args.profile,
+            extend=args.extend,
             **_input_kwargs(args),
         )
         files = len(inputs)
@@ -241,6 +251,11 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     return 0
 
 
+def _base_paths(args: argparse.Namespace) -> list[Path]:
+    """The --extend base when it is a file or directory: an input the output must not replace."""
+    return [Path(args.extend)] if args.extend is not None and Path(args.extend).exists() else []
+
+
 def _train_from_counts(args: argparse.Namespace, parser: argparse.ArgumentParser) -> train_result:
     if args.inputs or args.demo:
         parser.error("--from-counts trains from the count file alone; give no INPUT files and no --demo")
@@ -254,6 +269,8 @@ def _train_from_counts(args: argparse.Namespace, parser: argparse.ArgumentParser
         min_frequency=args.min_frequency,
         max_token_length=args.max_token_length,
         progress=not args.no_progress,
+        extend=args.extend,
+        num_threads=args.threads,
     )
 
 

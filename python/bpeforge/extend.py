@@ -11,6 +11,7 @@ corpus is counted with (`bpeforge.train` builds the result).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from bpeforge import _core
@@ -22,7 +23,7 @@ from bpeforge.tokenizer import Tokenizer
 def open_base(base: TokenizerSource, pattern: str | None) -> Tokenizer:
     """The base tokenizer; `pattern` is the pre-tokenizer of a `.tiktoken` base
     (which does not record one) and an override for any other."""
-    if not isinstance(base, Tokenizer) and tokenizer_kind(Path(base)) == "tiktoken":
+    if isinstance(base, (str, os.PathLike)) and tokenizer_kind(Path(base)) == "tiktoken":
         return open_tokenizer(base, pattern=pattern)
     return open_tokenizer(base)
 

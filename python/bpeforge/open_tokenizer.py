@@ -1,8 +1,10 @@
-"""One way to name a tokenizer wherever bpeforge takes one: a `Tokenizer`, a
-directory (written by `bpeforge train`/`save`, GPT-2's `vocab.json` +
-`merges.txt`, or one holding an HF `tokenizer.json`), a `tokenizer.json` file,
-or a tiktoken `.tiktoken` ranks file, which records neither its pattern nor its
-special tokens: give them.
+"""One way to name a tokenizer wherever bpeforge takes one: a `Tokenizer` (or a
+`bpeforge.tiktoken.Encoding`), the name of an encoding bpeforge ships
+(`gpt2`, `r50k_base`, `cl100k_base`, `o200k_base`: its ranks, pattern and
+special tokens, offline), a directory (written by `bpeforge train`/`save`,
+GPT-2's `vocab.json` + `merges.txt`, or one holding an HF `tokenizer.json`), a
+`tokenizer.json` file, or a tiktoken `.tiktoken` ranks file, which records
+neither its pattern nor its special tokens: give them.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from pathlib import Path
 from typing import Union
 
 from bpeforge import io
+from bpeforge.tiktoken import Encoding, get_encoding, list_encoding_names
 from bpeforge.tokenizer import Tokenizer
 
 HF_FILE = "tokenizer.json"
 
-TokenizerSource = Union[Tokenizer, str, "os.PathLike[str]"]
+TokenizerSource = Union[Tokenizer, Encoding, str, "os.PathLike[str]"]
 
 
 def open_tokenizer(
@@ -26,14 +29,22 @@ def open_tokenizer(
     """The tokenizer `source` names. `pattern` and `special_tokens` are needed
     for a `.tiktoken` file (which stores neither) and refused for the others,
     which carry their own, rather than silently changing how they encode."""
+    if isinstance(source, Encoding):
+        source = source._tokenizer
     if isinstance(source, Tokenizer):
         _refuse_overrides(source, pattern, special_tokens, "a Tokenizer")
         return source
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"a tokenizer is a Tokenizer or a path, got {type(source).__name__}")
+        raise TypeError(f"a tokenizer is a Tokenizer, an encoding's name or a path, got {type(source).__name__}")
+    if isinstance(source, str) and source in list_encoding_names() and not Path(source).exists():
+        _refuse_overrides(None, pattern, special_tokens, f"the encoding {source!r}")
+        return get_encoding(source)._tokenizer
     path = Path(source)
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: give a tokenizer directory, a {HF_FILE} or a .tiktoken file")
+        raise FileNotFoundError(
+            f"{path} does not exist: give a tokenizer directory, a {HF_FILE}, a .tiktoken file or the name of an "
+            f"encoding ({', '.join(list_encoding_names())})"
+        )
     kind = tokenizer_kind(path)
     if kind == "tiktoken":
         if pattern is None:

@@ -52,12 +52,14 @@ def print_train_summary(
     stats = result.stats
     mib = stats.bytes_read / (1024 * 1024)
     rate = mib / stats.pretokenize_seconds if stats.pretokenize_seconds > 0 else float("inf")
-    merges_per_second = len(result.merges) / stats.merge_seconds if stats.merge_seconds > 0 else float("inf")
+    learned = len(result.merges) if stats.merges_added is None else stats.merges_added
+    merges_per_second = learned / stats.merge_seconds if stats.merge_seconds > 0 else float("inf")
     lines = [
         f"wrote {output}/ (vocab.json, merges.txt, bpeforge.json)",
         f"  corpus          {mib:,.1f} MiB in {files} file(s), {stats.unique_pretokens:,} unique pre-tokens",
         f"  vocabulary      {len(result.vocab):,} tokens ({len(result.merges):,} merges, "
         f"{len(result.special_tokens)} special)",
+        *_extension_lines(result),
         f"  pre-tokenize    {stats.pretokenize_seconds:.2f} s ({rate:,.0f} MiB/s on {stats.threads} threads)",
         f"  merges          {stats.merge_seconds:.2f} s ({merges_per_second:,.0f} merges/s)",
         f"  write           {write_seconds:.2f} s",
@@ -68,3 +70,19 @@ def print_train_summary(
         lines.append(f"  skipped         {len(stats.skipped_records):,} bad records, first: {stats.skipped_records[0]}")
     lines.extend(f"  note: {note}" for note in training_notes(result, requested_vocab_size))
     print("\n".join(lines))
+
+
+def _extension_lines(result: TrainResult) -> list[str]:
+    """With extend=: the merges added and the compression of the training text before and after."""
+    stats = result.stats
+    if stats.merges_added is None:
+        return []
+    base_merges = len(result.merges) - stats.merges_added
+    lines = [f"  extended        {base_merges:,} base merges kept, {stats.merges_added:,} added"]
+    if stats.tokens_before and stats.tokens_after:
+        before, after = stats.bytes_read / stats.tokens_before, stats.bytes_read / stats.tokens_after
+        fewer = 1 - stats.tokens_after / stats.tokens_before
+        lines.append(
+            f"  compression     {before:.2f} -> {after:.2f} bytes/token on the training text ({fewer:.1%} fewer tokens)"
+        )
+    return lines

@@ -251,7 +251,7 @@ def training_setup(
     if extend is None:
         return None, specials, normalize_pattern(pattern or "gpt2")
     base = _extend.open_base(extend, pattern)
-    tiktoken_base = not isinstance(extend, Tokenizer) and tokenizer_kind(Path(extend)) == "tiktoken"
+    tiktoken_base = isinstance(extend, (str, os.PathLike)) and tokenizer_kind(Path(extend)) == "tiktoken"
     pattern = _extend.extension_pattern(base, None if tiktoken_base else pattern)
     return base, _extend.extension_specials(base, specials), pattern
 
