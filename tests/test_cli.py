@@ -82,6 +82,9 @@ def test_progress_bars_report_both_phases(tmp_path):
     result = run_cli("train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     assert "pre-tokenize" in result.stderr and "merges" in result.stderr
+    # Bytes in MiB and MiB/s, as in the summary (tqdm's own scaling would say "MB/s" for MB/s).
+    assert "MiB/s" in result.stderr and "MB/s" not in result.stderr
+    assert "MiB in 1 file(s)" in result.stdout and "MiB/s on" in result.stdout
 
 
 def test_ctrl_c_in_the_core_raises_keyboard_interrupt(tmp_path):
@@ -131,3 +134,11 @@ def test_version_and_standard_input_and_output(tmp_path):
         capture_output=True,
     )  # fmt: skip
     assert decoded.returncode == 0 and decoded.stdout == text.encode()
+    counted = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "count", "-", "-o", str(tmp_path / "stdin.counts")],
+        input=text, capture_output=True, text=True,
+    )  # fmt: skip
+    assert counted.returncode == 0, counted.stderr
+    assert run_cli("count", str(tmp_path / "c.txt"), "-o", str(tmp_path / "file.counts")).returncode == 0
+    assert (tmp_path / "stdin.counts").read_bytes() == (tmp_path / "file.counts").read_bytes()
+    assert "MiB/s" in counted.stdout

@@ -6,6 +6,9 @@ ids is `Tokenizer.load(dir).encode` of each file's text.
 
 from __future__ import annotations
 
+import gzip
+import json
+import lzma
 import random
 import subprocess
 import sys
@@ -15,6 +18,7 @@ import bpeforge
 import numpy as np
 import pytest
 from bpeforge import Tokenizer, _core
+from bpeforge.open_tokenizer import open_tokenizer
 
 SPECIAL = "<|endoftext|>"
 WORDS = ["low", "lower", "newest", "widest", "the", "cat", "don't", "1984", "naïve", "日本語", "😀", "Straße"]
@@ -85,8 +89,9 @@ def test_encode_writes_uint16_ids_of_each_file(encoded, tokenizer, inputs):
     # The files are encoded apart: joined, " lo" + "wer" would be the one token " lower".
     joined = "".join(path.read_bytes().decode("utf-8") for path in inputs)
     assert tokenizer.encode(joined) != expected
-    # The progress bar and the summary: throughput and compression.
-    assert "tokens/s" in result.stderr and "B/s" in result.stderr
+    # The progress bar and the summary: throughput and compression, bytes in MiB in both.
+    assert "tokens/s" in result.stderr and "MiB/s" in result.stderr and "MB/s" not in result.stderr
+    assert "MiB/s" in result.stdout
     assert f"{len(expected):,} tokens (uint16)" in result.stdout
     assert "bytes/token" in result.stdout
 
@@ -194,3 +199,126 @@ def test_missing_input_is_named(tokenizer_dir, inputs, tmp_path):
     assert result.returncode == 2
     assert "nope.txt" in result.stderr and "No such file" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# Inputs as training takes them: directories, compressed text, JSON Lines, Parquet.
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A directory of text (plain, .gz, .xz), JSON Lines and Parquet files, and its documents in the order
+    `encode` reads them: files by sorted path, a text file whole, each record (rows of null text skipped)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("corpus") / "data"
+    (root / "sub").mkdir(parents=True)
+    texts = [generated_text(seed, 300) + "lo" for seed in range(10, 13)]
+    records = [generated_text(seed, rng_words) for seed, rng_words in zip(range(20, 26), (0, 1, 5, 40, 3, 80))]
+    (root / "a.txt").write_bytes(texts[0].encode("utf-8"))
+    (root / "b.txt.gz").write_bytes(gzip.compress(texts[1].encode("utf-8")))
+    (root / "c.txt.xz").write_bytes(lzma.compress(texts[2].encode("utf-8")))
+    lines = [json.dumps({"text": text, "id": i}) for i, text in enumerate(records[:3])]
+    (root / "sub" / "d.jsonl").write_text("\n".join(lines[:2]) + "\n\n" + lines[2] + "\n", encoding="utf-8")
+    table = pa.table({"body": [records[3], None, records[4], records[5]], "n": [1, 2, 3, 4]})
+    pq.write_table(table, root / "sub" / "e.parquet", row_group_size=2)
+    (root / ".hidden.txt").write_text("left out", encoding="utf-8")
+    return root, [*texts, *records]
+
+
+def test_encode_takes_what_train_takes(tokenizer_dir, tokenizer, corpus_dir, tmp_path):
+    root, documents = corpus_dir
+    out = tmp_path / "ids.npy"
+    result = run_cli("encode", root, "--tokenizer", tokenizer_dir, "-o", out, "--text-column", "body")
+    assert result.returncode == 0, result.stderr
+    # Each file and record encoded alone, in order: " ...lo" ends each text file, which would merge with a
+    # following "wer" were they joined.
+    assert np.load(out).tolist() == [i for document in documents for i in tokenizer.encode(document)]
+    assert "in 5 file(s)" in result.stdout and "MiB/s" in result.stderr
+    # Threads do not change the output, nor --glob the order of what it keeps.
+    texts_only = tmp_path / "texts.npy"
+    result = run_cli(
+        "encode", root, "--tokenizer", tokenizer_dir, "-o", texts_only, "--glob", "*.txt*", "--threads", "1",
+        "--no-progress",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert np.load(texts_only).tolist() == [i for document in documents[:3] for i in tokenizer.encode(document)]
+
+
+def test_document_separator_follows_each_file_and_record(tokenizer_dir, tokenizer, corpus_dir, tmp_path):
+    root, documents = corpus_dir
+    out = tmp_path / "ids.npy"
+    args = ("encode", root, "--tokenizer", tokenizer_dir, "-o", out, "--text-column", "body", "--no-progress")
+    result = run_cli(*args, "--document-separator", SPECIAL)
+    assert result.returncode == 0, result.stderr
+    eot = tokenizer.token_to_id(SPECIAL)
+    assert np.load(out).tolist() == [i for document in documents for i in [*tokenizer.encode(document), eot]]
+    refused = run_cli(*args, "--force", "--document-separator", "<|eot|>")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("bpeforge encode: error: --document-separator '<|eot|>' is not a special token")
+
+
+def test_bad_records_are_named_or_skipped(tokenizer_dir, tokenizer, tmp_path):
+    records = tmp_path / "records.jsonl.gz"
+    records.write_bytes(
+        gzip.compress(b'{"text": "the cat"}\n{"text": 3}\n{"body": "low"}\nnot json\n{"text": "lower"}\n')
+    )
+    out = tmp_path / "ids.npy"
+    refused = run_cli("encode", records, "--tokenizer", tokenizer_dir, "-o", out, "--no-progress")
+    assert refused.returncode == 2 and f"{records}:2:" in refused.stderr and "--skip-bad-records" in refused.stderr
+    assert not out.exists()
+    skipped = run_cli("encode", records, "--tokenizer", tokenizer_dir, "-o", out, "--skip-bad-records", "--no-progress")
+    assert skipped.returncode == 0, skipped.stderr
+    assert "skipped 3 bad records" in skipped.stderr
+    assert np.load(out).tolist() == tokenizer.encode("the cat") + tokenizer.encode("lower")
+
+
+# --tokenizer: a directory, a tokenizer.json, a .tiktoken file with --pattern, a bundled encoding.
+
+
+@pytest.fixture(scope="module")
+def tokenizer_files(tokenizer, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("formats")
+    tokenizer.save_hf(root / "tokenizer.json")
+    tokenizer.save_tiktoken(root / "tok.tiktoken")
+    return {"hf": root / "tokenizer.json", "tiktoken": root / "tok.tiktoken"}
+
+
+@pytest.mark.parametrize("source", ["hf", "tiktoken", "gpt2"])
+def test_tokenizer_sources(source, tokenizer_files, tokenizer, inputs, tmp_path):
+    """encode and decode take a tokenizer.json, a .tiktoken file with its pattern and specials, a bundled name."""
+    name = str(tokenizer_files.get(source, source))
+    options = ("--pattern", "gpt2", "--special-token", SPECIAL) if source == "tiktoken" else ()
+    oracle = open_tokenizer(name, pattern="gpt2", special_tokens=[SPECIAL]) if options else open_tokenizer(name)
+    if source == "hf":
+        assert oracle == tokenizer  # the same tokenizer as its directory
+    out, back = tmp_path / "ids.npy", tmp_path / "back.txt"
+    result = run_cli("encode", *inputs, "--tokenizer", name, *options, "-o", out, "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert np.load(out).tolist() == expected_ids(oracle, inputs)
+    result = run_cli("decode", out, "--tokenizer", name, *options, "-o", back)
+    assert result.returncode == 0, result.stderr
+    assert back.read_bytes() == b"".join(path.read_bytes() for path in inputs)
+
+
+def test_tokenizer_errors_are_one_clean_line(tokenizer_dir, tokenizer_files, inputs, tmp_path):
+    out = tmp_path / "ids.npy"
+    cases = {
+        ("--tokenizer", tokenizer_files["tiktoken"]): "does not record its pre-tokenizer; give its pattern",
+        ("--tokenizer", tokenizer_dir, "--pattern", "o200k"): "has its own pre-tokenizer",
+        ("--tokenizer", tmp_path / "missing"): "does not exist: give a tokenizer directory, a tokenizer.json",
+    }
+    for options, message in cases.items():
+        result = run_cli("encode", inputs[1], *options, "-o", out, "--no-progress")
+        assert result.returncode == 2
+        assert result.stderr.startswith("bpeforge encode: error: ") and message in result.stderr
+        assert result.stderr.count("\n") == 1  # one line, no traceback
+    assert not out.exists()
+
+
+def test_output_may_not_replace_the_tokenizer(tokenizer_files, inputs):
+    target = tokenizer_files["hf"]
+    before = target.read_bytes()
+    result = run_cli("encode", inputs[1], "--tokenizer", target, "-o", target, "--force", "--no-progress")
+    assert result.returncode == 2 and "is the input" in result.stderr
+    assert target.read_bytes() == before

@@ -226,3 +226,31 @@ def test_a_missing_optional_extra_is_named_not_a_traceback(trained, tmp_path):
     assert done.returncode == 2
     assert "pip install 'bpeforge[plot]'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_inspect_compare_and_show_take_any_tokenizer_source(trained, corpus, tmp_path):
+    """A tokenizer.json is the tokenizer of its directory; a .tiktoken file needs its pattern."""
+    tokenizer = bpeforge.Tokenizer.load(trained)
+    hf = tmp_path / "tokenizer.json"
+    tokenizer.save_hf(hf)
+    figures = json.loads(_run("inspect", str(hf), "--sample", str(corpus), "--json").stdout)
+    from_dir = json.loads(_run("inspect", str(trained), "--sample", str(corpus), "--json").stdout)
+    assert (
+        figures["longest"] == from_dir["longest"]
+        and figures["samples"][0]["tokens"] == from_dir["samples"][0]["tokens"]
+    )
+    text = _run("inspect", str(hf)).stdout
+    assert text.startswith(f"tokenizer {hf}\n") and "MiB/s" not in text  # no samples, no throughput
+    assert "MiB/s" in _run("inspect", str(hf), "--sample", str(corpus)).stdout
+    # compare: the same tokenizer twice, one as .tiktoken (specials given), the other as tokenizer.json.
+    ranks = tmp_path / "tok.tiktoken"
+    tokenizer.save_tiktoken(ranks)
+    options = ["--pattern", "gpt2", "--special-token", SPECIAL, "--sample", str(corpus), "--json"]
+    compared = json.loads(_run("compare", str(ranks), str(hf), *options).stdout)
+    assert compared["overlap"]["only_a_count"] == compared["overlap"]["only_b_count"] == 0
+    assert _run("show", str(hf), TEXT).stdout == _run("show", str(trained), TEXT).stdout
+    refused = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "show", str(ranks), TEXT], capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("bpeforge show: error: ") and "give its pattern" in refused.stderr

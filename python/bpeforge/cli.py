@@ -17,10 +17,12 @@ from pathlib import Path
 
 from bpeforge import __version__, counts, demo, encode_files, io, train_report
 from bpeforge.convert import add_convert_command
+from bpeforge.inputs import RecordOptions
 from bpeforge.inspect_cli import add_inspect_commands
 from bpeforge.outputs import check_output
 from bpeforge.report import print_train_summary
 from bpeforge.tokenizer import Tokenizer
+from bpeforge.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, tokenizer_paths
 from bpeforge.train import TrainingNote, train
 from bpeforge.train import TrainResult as train_result
 
@@ -163,6 +165,11 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         help="pre-tokenizer: gpt2 (default, CS336; with --extend, the base's), cl100k, o200k, llama3, qwen2 or a "
         "custom regex (text no match covers is kept as pieces of its own)",
     )
+    _add_record_options(cmd)
+
+
+def _add_record_options(cmd: argparse.ArgumentParser) -> None:
+    """Which files of a directory are read, and where the documents of record files are: `train`, `count`, `encode`."""
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
     cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
     cmd.add_argument("--text-column", default="text", help="Parquet: the column holding each document (text)")
@@ -290,17 +297,31 @@ def _train_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 def _add_encode(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser(
         "encode",
-        help="encode text files into a NumPy array of token ids",
-        description="Stream UTF-8 text files through a tokenizer into one .npy array (ids of each file in order), "
-        "in parallel, with output identical for any --threads.",
+        help="encode text files and records into a NumPy array of token ids",
+        description="Stream UTF-8 text files and the records of JSON Lines and Parquet files through a tokenizer "
+        "into one .npy array: the ids of each file and each record, each encoded on its own, in input order (a "
+        "directory's files in sorted order); in parallel, with output identical for any --threads.",
     )
-    cmd.add_argument("inputs", nargs="+", metavar="INPUT", help="UTF-8 text files")
-    cmd.add_argument("--tokenizer", required=True, type=Path, help="directory written by `bpeforge train`")
+    cmd.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="files or directories: text (.gz/.xz/.zst too), .jsonl, .parquet; - for standard input (text)",
+    )
+    cmd.add_argument("--tokenizer", required=True, help=f"the tokenizer: {SOURCES}")
+    add_tokenizer_overrides(cmd)
     cmd.add_argument("-o", "--output", required=True, type=Path, help="output .npy file (with --ray: a directory)")
+    cmd.add_argument(
+        "--document-separator",
+        metavar="TOK",
+        help="append this special token (e.g. '<|endoftext|>') after each text file and each record; "
+        "default: none, the ids of the documents follow each other",
+    )
     cmd.add_argument("--dtype", choices=sorted(encode_files.DTYPES), help="default: uint16 when the vocab fits")
     cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    _add_record_options(cmd)
     _add_ray_option(cmd, "token shards and an index.json in the -o directory, resumable")
     cmd.set_defaults(run=_run_encode)
 
@@ -310,11 +331,13 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         parser.error("--threads must be at least 1")
     _check_ray_options(args, parser)
     if args.ray is not None:
+        if args.document_separator is not None:
+            parser.error("--document-separator does not apply with --ray: its shards record where documents start")
         from bpeforge.ray.cli import run_encode
 
         return run_encode(args)
     args.inputs = stdin_inputs(args.inputs)
-    tokenizer = Tokenizer.load(args.tokenizer)
+    tokenizer = open_from_args(args.tokenizer, args)
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
     stats = encode_files.encode_files(
         tokenizer,
@@ -324,34 +347,57 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         threads=args.threads,
         progress=not args.no_progress,
         overwrite=args.force,
-        tokenizer_path=args.tokenizer,
+        tokenizer_path=next(iter(tokenizer_paths(args.tokenizer)), None),
+        glob=args.glob,
+        records=RecordOptions(
+            text_field=args.text_field, text_column=args.text_column, skip_bad_records=args.skip_bad_records
+        ),
+        separator=_separator_id(tokenizer, args.document_separator),
     )
     seconds = max(stats.seconds, 1e-9)
     print(
-        f"wrote {args.output}: {stats.tokens:,} tokens ({dtype}) from {stats.bytes_in / 2**20:,.1f} MiB, "
-        f"{stats.bytes_per_token:.2f} bytes/token, {stats.bytes_in / 2**20 / seconds:,.1f} MiB/s, "
-        f"{stats.tokens / seconds:,.0f} tokens/s, {stats.seconds:.2f} s"
+        f"wrote {args.output}: {stats.tokens:,} tokens ({dtype}) from {stats.bytes_in / 2**20:,.1f} MiB in "
+        f"{stats.files:,} file(s), {stats.bytes_per_token:.2f} bytes/token, "
+        f"{stats.bytes_in / 2**20 / seconds:,.1f} MiB/s, {stats.tokens / seconds:,.0f} tokens/s, {stats.seconds:.2f} s"
     )
     return 0
+
+
+def _separator_id(tokenizer: Tokenizer, token: str | None) -> int | None:
+    """The id of --document-separator, which must be one of the tokenizer's special tokens."""
+    if token is None:
+        return None
+    if token not in tokenizer.special_tokens:
+        have = ", ".join(repr(t) for t in tokenizer.special_tokens) or "none"
+        raise ValueError(
+            f"--document-separator {token!r} is not a special token of the tokenizer (its special tokens: {have}; "
+            "a .tiktoken file's are given with --special-token)"
+        )
+    return tokenizer.token_to_id(token)
 
 
 def _add_decode(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser("decode", help="write the text of a .npy array of token ids")
     cmd.add_argument("source", type=Path, metavar="IN.npy")
-    cmd.add_argument("--tokenizer", required=True, type=Path, help="directory written by `bpeforge train`")
+    cmd.add_argument("--tokenizer", required=True, help=f"the tokenizer: {SOURCES}")
+    add_tokenizer_overrides(cmd)
     cmd.add_argument("-o", "--output", required=True, help="output file (the exact bytes); - for standard output")
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.set_defaults(run=_run_decode)
 
 
 def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    tokenizer = open_from_args(args.tokenizer, args)
     if args.output == STDIN:
-        tokenizer = Tokenizer.load(args.tokenizer)
         encode_files.decode_to(tokenizer, args.source, sys.stdout.buffer)
         return 0
     args.output = Path(args.output)
     written = encode_files.decode_file(
-        Tokenizer.load(args.tokenizer), args.source, args.output, overwrite=args.force, tokenizer_path=args.tokenizer
+        tokenizer,
+        args.source,
+        args.output,
+        overwrite=args.force,
+        tokenizer_path=next(iter(tokenizer_paths(args.tokenizer)), None),
     )
     print(f"wrote {args.output}: {written:,} bytes")
     return 0
@@ -391,8 +437,10 @@ def _run_count(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         args.inputs, specials, num_threads=args.threads, progress=not args.no_progress, **_input_kwargs(args)
     )
     counts.save_counts(table, args.output, overwrite=args.force, inputs=args.inputs)
+    seconds = time.perf_counter() - started
+    mib = table.bytes_counted / 2**20
     print(
-        f"wrote {args.output}: {len(table):,} unique pre-tokens from {table.bytes_counted / 2**20:,.1f} MiB "
-        f"in {time.perf_counter() - started:.2f} s"
+        f"wrote {args.output}: {len(table):,} unique pre-tokens from {mib:,.1f} MiB "
+        f"in {seconds:.2f} s ({mib / max(seconds, 1e-9):,.1f} MiB/s)"
     )
     return 0

@@ -1,26 +1,43 @@
 """`bpeforge encode` / `bpeforge decode`: token files from text files and back.
 
-The Rust core reads the files in safely cut chunks, encodes a batch of them in
-parallel while reading the next, and hands back each batch's ids packed as
-little-endian uint16/uint32, in input order; here they are appended to the
-`.npy` file. The output is the same for any thread count. Each input file is
-encoded on its own (a file's end ends a pre-token); their ids are concatenated.
+The Rust core reads text files (compressed too) in safely cut chunks, encodes
+a batch of them in parallel while reading the next, and hands back each
+batch's ids packed as little-endian uint16/uint32, in input order; here they
+are appended to the `.npy` file. JSON Lines and Parquet records are encoded
+in batches in parallel (`encode_batch_to_numpy`) and appended to the same
+array, in input order. The output is the same for any thread count. Each
+input file and each record is encoded on its own (a file's end ends a
+pre-token); their ids are concatenated, with an optional separator token
+after each.
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
+from bpeforge.inputs import (
+    BATCH_CHARS,
+    COMPRESSIONS,
+    RecordOptions,
+    batched_texts,
+    expand,
+    jsonl_texts,
+    kind,
+    parquet_texts,
+    warn_skipped,
+)
 from bpeforge.npy import NpyWriter
 from bpeforge.outputs import check_output, open_atomically
-from bpeforge.progress import progress_bars
+from bpeforge.progress import ProgressBars, progress_bars
 from bpeforge.tokenizer import Tokenizer
 
 DTYPES = {"uint16": 2, "uint32": 4}
@@ -28,9 +45,11 @@ DTYPES = {"uint16": 2, "uint32": 4}
 
 @dataclass(frozen=True)
 class EncodeStats:
-    bytes_in: int
+    bytes_in: int  # of text: a record's text, not its JSON or Parquet bytes
     tokens: int
     seconds: float
+    files: int = 0
+    skipped_records: int = 0
 
     @property
     def bytes_per_token(self) -> float:
@@ -57,20 +76,102 @@ def encode_files(
     progress: bool = True,
     overwrite: bool = False,
     tokenizer_path: str | os.PathLike[str] | None = None,
+    glob: str | None = None,
+    records: RecordOptions | None = None,
+    separator: int | None = None,
 ) -> EncodeStats:
     """Encode `inputs` into one `.npy` array of `dtype`, atomically.
 
-    `output` may not be one of the inputs (nor the tokenizer's files, when
-    `tokenizer_path` is given): that is refused before anything is opened."""
+    `inputs` are what training takes: text files (plain, .gz, .xz, .zst),
+    directories (searched recursively, `glob` filtering names), JSON Lines and
+    Parquet files, whose records (`records` says where their text is) are
+    documents. The ids are those of each text file and each record encoded
+    on its own, in input order, with `separator` (a token id) after each one
+    when given. `output` may not be one of the inputs (nor the tokenizer's
+    files, when `tokenizer_path` is given): that is refused before anything
+    is read."""
     started = time.perf_counter()
-    paths = [os.fspath(path) for path in inputs]
-    guarded = [*paths, *([tokenizer_path] if tokenizer_path is not None else [])]
-    with NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded) as writer:
+    records = records if records is not None else RecordOptions()
+    guarded = [*inputs, *([tokenizer_path] if tokenizer_path is not None else [])]
+    writer = NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded)
+    files = expand(inputs, glob)
+    segments = list(_segments(files, one_per_text_file=separator is not None))
+    with writer:
         rate = lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s"  # noqa: E731
         with progress_bars(progress, rate) as bars:
-            bytes_in = tokenizer._core.encode_files(paths, DTYPES[dtype], writer.write, threads, None, bars)
+            counter = _ByteCounter(bars, _plain_size(files))
+            for source_kind, paths in segments:
+                if source_kind == "text":
+                    sources = [os.fspath(path) for path in paths]
+                    counter.done += tokenizer._core.encode_files(
+                        sources, DTYPES[dtype], writer.write, threads, None, counter.core
+                    )
+                    if separator is not None:
+                        writer.write(np.array([separator], dtype=writer.dtype).tobytes())
+                else:
+                    _encode_records(
+                        tokenizer, _documents(paths[0], source_kind, records), writer, threads, counter, separator
+                    )
         tokens = writer.length
-    return EncodeStats(bytes_in, tokens, time.perf_counter() - started)
+    warn_skipped(records.skipped)
+    return EncodeStats(counter.done, tokens, time.perf_counter() - started, len(files), len(records.skipped))
+
+
+def _segments(files: Sequence[Path], *, one_per_text_file: bool) -> Iterator[tuple[str, list[Path]]]:
+    """Runs of text files (one core call each, in parallel across files) and record files one by one."""
+    for source_kind, group in itertools.groupby(files, key=kind):
+        paths = list(group)
+        if source_kind == "text" and not one_per_text_file:
+            yield source_kind, paths
+        else:
+            yield from ((source_kind, [path]) for path in paths)
+
+
+def _documents(path: Path, source_kind: str, records: RecordOptions) -> Iterator[str]:
+    return jsonl_texts(path, records) if source_kind == "jsonl" else parquet_texts(path, records.text_column)
+
+
+def _encode_records(
+    tokenizer: Tokenizer,
+    documents: Iterator[str],
+    writer: NpyWriter,
+    threads: int | None,
+    counter: _ByteCounter,
+    separator: int | None,
+) -> None:
+    """Each document encoded on its own, a batch at a time in parallel, its ids appended in order."""
+    for batch in batched_texts(documents, BATCH_CHARS):
+        ids, offsets = tokenizer.encode_batch_to_numpy(batch, threads)
+        if separator is not None:
+            ids = np.insert(ids, offsets[1:], separator)
+        writer.write(ids.astype(writer.dtype, copy=False).tobytes())
+        counter.add(sum(len(document.encode("utf-8")) for document in batch))
+
+
+class _ByteCounter:
+    """Text bytes encoded over all the core's calls and record batches, reported to one progress bar."""
+
+    def __init__(self, bars: ProgressBars | None, total: int) -> None:
+        self.bars, self.total, self.done = bars, total, 0
+
+    def core(self, phase: str, done: int, total: int) -> None:
+        self._report(self.done + done)
+
+    def add(self, count: int) -> None:
+        self.done += count
+        self._report(self.done)
+
+    def _report(self, done: int) -> None:
+        if self.bars is not None:
+            self.bars("encode", done, max(self.total, done) if self.total else 0)
+
+
+def _plain_size(files: Sequence[Path]) -> int:
+    """The bytes to encode when every file is an uncompressed regular text file; else 0 (unknown)."""
+    plain = all(kind(path) == "text" and not path.name.lower().endswith(COMPRESSIONS) for path in files)
+    if not plain or not all(path.is_file() for path in files):  # records, compressed, standard input, missing
+        return 0
+    return sum(path.stat().st_size for path in files)
 
 
 def decode_file(

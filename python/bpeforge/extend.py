@@ -11,11 +11,8 @@ corpus is counted with (`bpeforge.train` builds the result).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from bpeforge import _core
-from bpeforge.open_tokenizer import TokenizerSource, open_tokenizer, tokenizer_kind
+from bpeforge.open_tokenizer import TokenizerSource, is_tiktoken_file, open_tokenizer
 from bpeforge.patterns import normalize_pattern
 from bpeforge.tokenizer import Tokenizer
 
@@ -23,7 +20,7 @@ from bpeforge.tokenizer import Tokenizer
 def open_base(base: TokenizerSource, pattern: str | None) -> Tokenizer:
     """The base tokenizer; `pattern` is the pre-tokenizer of a `.tiktoken` base
     (which does not record one) and an override for any other."""
-    if isinstance(base, (str, os.PathLike)) and tokenizer_kind(Path(base)) == "tiktoken":
+    if is_tiktoken_file(base):
         return open_tokenizer(base, pattern=pattern)
     return open_tokenizer(base)
 

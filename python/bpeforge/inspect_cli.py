@@ -1,8 +1,11 @@
 """`bpeforge inspect`, `bpeforge compare` and `bpeforge show`: looking at tokenizers.
 
-bpeforge inspect DIR [--sample FILE ...] [--documents N] [--json] [--plot lengths.png]
-bpeforge compare DIR_A DIR_B --sample FILE ... [--documents N] [--json]
-bpeforge show DIR "some text" [--html out.html]
+bpeforge inspect TOKENIZER [--sample FILE ...] [--documents N] [--json] [--plot lengths.png]
+bpeforge compare TOKENIZER_A TOKENIZER_B --sample FILE ... [--documents N] [--json]
+bpeforge show TOKENIZER "some text" [--html out.html]
+
+A TOKENIZER is a directory, a tokenizer.json, a .tiktoken file (with
+--pattern) or a bundled encoding's name (`bpeforge.open_tokenizer`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from bpeforge import inspection, show
 from bpeforge.outputs import check_output
 from bpeforge.tokenizer import Tokenizer
+from bpeforge.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, open_pair, tokenizer_paths
 
 BAR_WIDTH = 40
 HISTOGRAM_ROWS = 24  # longer tokens share the last row
@@ -49,7 +53,8 @@ def _add_inspect(commands: argparse._SubParsersAction) -> None:
         description="Vocabulary size, special tokens, longest tokens and token lengths; with --sample, bytes/token, "
         "encoding throughput and the projected time to encode the Pile (825 GB) on this machine.",
     )
-    cmd.add_argument("tokenizer", type=Path, metavar="DIR", help="directory written by `bpeforge train`")
+    cmd.add_argument("tokenizer", metavar="TOKENIZER", help=SOURCES)
+    add_tokenizer_overrides(cmd)
     _add_sample_options(cmd)
     cmd.add_argument("--plot", type=Path, metavar="PNG", help="draw the token-length histogram (needs matplotlib)")
     cmd.add_argument("--force", action="store_true", help="replace the --plot file if it exists")
@@ -58,15 +63,15 @@ def _add_inspect(commands: argparse._SubParsersAction) -> None:
 
 def _run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.plot is not None:
-        check_output(args.plot, inputs=[args.tokenizer, *args.sample], overwrite=args.force)
-    tokenizer = Tokenizer.load(args.tokenizer)
+        check_output(args.plot, inputs=[*tokenizer_paths(args.tokenizer), *args.sample], overwrite=args.force)
+    tokenizer = open_from_args(args.tokenizer, args)
     figures = inspection.vocabulary_figures(tokenizer)
     figures["samples"] = [sample.to_json() for sample in _samples(tokenizer, args)]
     figures["cache"] = tokenizer.cache_info()
     if args.plot is not None:
         from bpeforge.plots import plot_length_histogram
 
-        title = f"{args.tokenizer.name}: {figures['vocab_size']:,} tokens by length"
+        title = f"{Path(args.tokenizer).name}: {figures['vocab_size']:,} tokens by length"
         figures["plot"] = str(plot_length_histogram(figures["length_histogram"], args.plot, title=title))
     print(json.dumps(figures, indent=2) if args.json else _inspect_text(args.tokenizer, figures))
     return 0
@@ -79,8 +84,8 @@ def _samples(tokenizer: Tokenizer, args: argparse.Namespace) -> list[inspection.
     ]
 
 
-def _inspect_text(directory: Path, figures: dict) -> str:
-    lines = [f"tokenizer {directory}"]
+def _inspect_text(source: str, figures: dict) -> str:
+    lines = [f"tokenizer {source}"]
     size = f"{figures['vocab_size']:,} tokens ({figures['merges']:,} merges)"
     lines.append(f"  vocabulary   {size}, pattern {figures['pattern']}")
     lines.append("  special      " + (", ".join(repr(t) for t in figures["special_tokens"]) or "none"))
@@ -107,12 +112,12 @@ def _histogram_rows(histogram: dict[str, int]) -> list[str]:
 
 
 def _samples_table(samples: list[dict]) -> str:
-    lines = [f"  {'sample':<40}{'bytes/token':>12}{'MB/s':>9}{'825 GB (Pile)':>15}"]
+    lines = [f"  {'sample':<40}{'bytes/token':>12}{'MiB/s':>9}{'825 GB (Pile)':>15}"]
     for sample in samples:
         name = _sample_name(sample)
+        mib_per_second = sample["mb_per_second"] * 1e6 / 2**20  # the JSON's figure is in MB (10^6 bytes)
         lines.append(
-            f"  {name:<40}{sample['bytes_per_token']:>12.2f}{sample['mb_per_second']:>9.1f}"
-            f"{_hours(sample['pile_hours']):>15}"
+            f"  {name:<40}{sample['bytes_per_token']:>12.2f}{mib_per_second:>9.1f}{_hours(sample['pile_hours']):>15}"
         )
     return "samples (throughput: whole file, `bpeforge encode`'s path)\n" + "\n".join(lines)
 
@@ -143,8 +148,9 @@ def _add_compare(commands: argparse._SubParsersAction) -> None:
         description="Compression of two tokenizers on the same samples, their shared tokens, and the tokens only "
         "one of them has (earliest merges first).",
     )
-    cmd.add_argument("tokenizer_a", type=Path, metavar="DIR_A")
-    cmd.add_argument("tokenizer_b", type=Path, metavar="DIR_B")
+    cmd.add_argument("tokenizer_a", metavar="TOKENIZER_A", help=SOURCES)
+    cmd.add_argument("tokenizer_b", metavar="TOKENIZER_B", help="the same choices")
+    add_tokenizer_overrides(cmd)
     _add_sample_options(cmd)
     cmd.set_defaults(run=_run_compare)
 
@@ -152,7 +158,7 @@ def _add_compare(commands: argparse._SubParsersAction) -> None:
 def _run_compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.sample:
         parser.error("compare needs at least one --sample FILE")
-    a, b = Tokenizer.load(args.tokenizer_a), Tokenizer.load(args.tokenizer_b)
+    a, b = open_pair([args.tokenizer_a, args.tokenizer_b], args)
     figures = {
         "a": {"tokenizer": str(args.tokenizer_a), "vocab_size": a.vocab_size},
         "b": {"tokenizer": str(args.tokenizer_b), "vocab_size": b.vocab_size},
@@ -190,8 +196,9 @@ def _add_show(commands: argparse._SubParsersAction) -> None:
         description="Encode a text and show each token on its own colour with its ids; --html writes a "
         "self-contained page with the ids and bytes of each token on hover.",
     )
-    cmd.add_argument("tokenizer", type=Path, metavar="DIR")
+    cmd.add_argument("tokenizer", metavar="TOKENIZER", help=SOURCES)
     cmd.add_argument("text", nargs="?", help="the text (or use --file)")
+    add_tokenizer_overrides(cmd)
     cmd.add_argument("--file", type=Path, help="read the text from this UTF-8 file")
     cmd.add_argument("--html", type=Path, metavar="OUT.html", help="write an HTML page instead of printing")
     cmd.add_argument("--force", action="store_true", help="replace OUT.html if it exists")
@@ -202,13 +209,13 @@ def _run_show(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if (args.text is None) == (args.file is None):
         parser.error("give the text, or --file FILE (one of them)")
     text = args.text if args.file is None else args.file.read_text(encoding="utf-8")
-    tokenizer = Tokenizer.load(args.tokenizer)
+    tokenizer = open_from_args(args.tokenizer, args)
     pieces = show.pieces(tokenizer, text)
     if args.html is None:
         print(show.terminal(pieces, color=sys.stdout.isatty()))
         return 0
-    title = f"bpeforge show: {args.tokenizer.name}"
-    inputs = (args.tokenizer, *([args.file] if args.file is not None else []))
+    title = f"bpeforge show: {Path(args.tokenizer).name}"
+    inputs = (*tokenizer_paths(args.tokenizer), *([args.file] if args.file is not None else []))
     path = show.save_html(pieces, args.html, title=title, overwrite=args.force, inputs=inputs)
     print(f"wrote {path}: {sum(len(p.ids) for p in pieces)} tokens")
     return 0

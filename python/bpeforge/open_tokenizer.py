@@ -67,6 +67,11 @@ def open_tokenizer(
     return Tokenizer.load(path)
 
 
+def is_tiktoken_file(source: object) -> bool:
+    """Whether `source` names a `.tiktoken` file: the one kind that needs its pattern given."""
+    return isinstance(source, (str, os.PathLike)) and tokenizer_kind(Path(source)) == "tiktoken"
+
+
 def tokenizer_kind(path: Path) -> str | None:
     """ "gpt2" (a bpeforge or GPT-2 directory), "hf" or "tiktoken"; None if the name and contents do not tell."""
     if path.is_dir():

@@ -13,7 +13,7 @@ from bpeforge import _core
 from bpeforge import extend as _extend
 from bpeforge.arguments import check_positive
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
-from bpeforge.open_tokenizer import TokenizerSource, tokenizer_kind
+from bpeforge.open_tokenizer import TokenizerSource, is_tiktoken_file
 from bpeforge.patterns import normalize_pattern
 from bpeforge.progress import progress_bars
 from bpeforge.tokenizer import Tokenizer
@@ -251,8 +251,7 @@ def training_setup(
     if extend is None:
         return None, specials, normalize_pattern(pattern or "gpt2")
     base = _extend.open_base(extend, pattern)
-    tiktoken_base = isinstance(extend, (str, os.PathLike)) and tokenizer_kind(Path(extend)) == "tiktoken"
-    pattern = _extend.extension_pattern(base, None if tiktoken_base else pattern)
+    pattern = _extend.extension_pattern(base, None if is_tiktoken_file(extend) else pattern)
     return base, _extend.extension_specials(base, specials), pattern
 
 

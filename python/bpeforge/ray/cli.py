@@ -17,7 +17,7 @@ from bpeforge.ray.count import count
 from bpeforge.ray.encode import encode
 from bpeforge.ray.jobs import ShardFailed
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES
-from bpeforge.tokenizer import Tokenizer
+from bpeforge.tokenizer_args import open_from_args
 
 EXIT_JOB_FAILED = 1
 
@@ -43,7 +43,8 @@ def run_count(args: argparse.Namespace, specials: list[str], input_kwargs: dict)
 
 def run_encode(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    tokenizer = Tokenizer.load(args.tokenizer)
+    # Any tokenizer source: the tokenizer itself is shipped to the tasks (ray.put), not its files.
+    tokenizer = open_from_args(args.tokenizer, args)
     with _job_errors():
         result = encode(
             args.inputs,
@@ -52,6 +53,7 @@ def run_encode(args: argparse.Namespace) -> int:
             dtype=args.dtype,
             address=args.ray,
             shard_bytes=_shard_bytes(args),
+            glob=args.glob,
             overwrite=args.force,
             progress=not args.no_progress,
         )
