@@ -772,3 +772,14 @@ def test_tokenizers_compare_count_and_name_like_their_peers():
     assert len(a) == a.n_vocab == 258 and a.eot_token == 257
     assert Tokenizer(vocab, [(b"a", b"b")]).eot_token is None
     assert a.get_vocab()[b"ab"] == 256
+
+
+def test_text_reaches_the_core_as_is_and_lone_surrogates_are_refused(tiny):
+    # The binding borrows a str's UTF-8 form (crates/bpeforge-py/src/text.rs): ASCII, multi-byte text and
+    # a str made at run time encode as their bytes; a lone surrogate has no UTF-8 form and raises as Python would.
+    for text in ["low lower", "naïve 東京 🙂", "".join(["lo", "w"] * 1000)]:
+        assert tiny.decode(tiny.encode(text)) == text
+        assert tiny.encode_to_numpy(text).tolist() == tiny.encode(text)
+    for call in (tiny.encode, tiny.encode_to_numpy):
+        with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+            call("low\ud800er")

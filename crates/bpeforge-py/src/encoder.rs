@@ -14,12 +14,13 @@ use bpeforge::train::DEFAULT_CHUNK_SIZE;
 use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString};
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
+use crate::text::utf8;
 
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
 pub struct PyEncoder {
@@ -167,15 +168,20 @@ impl PyEncoder {
     /// `fill_cache=False` reads the shared cache without adding to it (for
     /// streaming in flat memory).
     #[pyo3(signature = (text, fill_cache=true))]
-    fn encode<'py>(&self, py: Python<'py>, text: &str, fill_cache: bool) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptible(py, text, fill_cache, None)?;
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        text: Bound<'py, PyString>,
+        fill_cache: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.encode_interruptible(py, utf8(&text)?, fill_cache, None)?;
         self.id_list(py, &ids)
     }
 
     /// The ids of `text` as raw little-endian uint32 in a bytearray (for
     /// `numpy.frombuffer`): no Python int per id.
-    fn encode_to_buffer<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyByteArray>> {
-        let ids = self.encode_interruptible(py, text, true, None)?;
+    fn encode_to_buffer<'py>(&self, py: Python<'py>, text: Bound<'py, PyString>) -> PyResult<Bound<'py, PyByteArray>> {
+        let ids = self.encode_interruptible(py, utf8(&text)?, true, None)?;
         id_buffer(py, &ids)
     }
 
@@ -299,9 +305,14 @@ impl PyEncoder {
 
     /// tiktoken's policy (`bpeforge.tiktoken`): only the special tokens that
     /// `allowed` marks (a mask over `special_tokens`) are tokens, the others text.
-    fn encode_allowing<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<bool>) -> PyResult<Bound<'py, PyList>> {
+    fn encode_allowing<'py>(
+        &self,
+        py: Python<'py>,
+        text: Bound<'py, PyString>,
+        allowed: Vec<bool>,
+    ) -> PyResult<Bound<'py, PyList>> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, text, true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, utf8(&text)?, true, Some(&allowed))?;
         self.id_list(py, &ids)
     }
 
@@ -309,11 +320,11 @@ impl PyEncoder {
     fn encode_allowing_to_buffer<'py>(
         &self,
         py: Python<'py>,
-        text: &str,
+        text: Bound<'py, PyString>,
         allowed: Vec<bool>,
     ) -> PyResult<Bound<'py, PyByteArray>> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, text, true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, utf8(&text)?, true, Some(&allowed))?;
         id_buffer(py, &ids)
     }
 

@@ -11,6 +11,7 @@ mod errors;
 mod observer;
 mod reader;
 mod sources;
+mod text;
 
 use std::path::PathBuf;
 
