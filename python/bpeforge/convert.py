@@ -17,10 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bpeforge import formats, io
+from bpeforge.open_tokenizer import open_tokenizer, tokenizer_kind
 from bpeforge.outputs import check_output
+from bpeforge.tiktoken import list_encoding_names
 from bpeforge.tokenizer import Tokenizer
 
-HF_FILE = "tokenizer.json"
+HF_FILE = formats.HF_FILE
 
 
 def _load_gpt2(path: Path) -> Tokenizer:
@@ -54,7 +56,7 @@ SAVERS: dict[str, Callable[[Tokenizer, Path, bool], None]] = {
     "gpt2": _save_gpt2,
 }
 DESCRIPTIONS = {
-    "hf": f"HF {HF_FILE} (tokenizers, transformers)",
+    "hf": f"HF {HF_FILE}, or a directory with it and transformers' config files when DEST is not a .json",
     "tiktoken": ".tiktoken ranks file (tiktoken; special tokens are not stored)",
     "gpt2": f"directory with {io.VOCAB_FILE}, {io.MERGES_FILE} and {io.META_FILE} (bpeforge, GPT-2)",
 }
@@ -73,7 +75,8 @@ def add_convert_command(commands: argparse._SubParsersAction) -> None:
         "source",
         type=Path,
         metavar="SRC",
-        help=f"a directory with {io.VOCAB_FILE} + {io.MERGES_FILE}, a {HF_FILE} file, or a .tiktoken file",
+        help=f"a directory with {io.VOCAB_FILE} + {io.MERGES_FILE}, a {HF_FILE} file, a .tiktoken file, or a "
+        f"bundled encoding ({', '.join(list_encoding_names())})",
     )
     cmd.add_argument("--to", required=True, choices=list(SAVERS), dest="target_format", help="output format")
     cmd.add_argument("--from", choices=list(LOADERS), dest="source_format", help="format of SRC (default: from SRC)")
@@ -92,29 +95,37 @@ def add_convert_command(commands: argparse._SubParsersAction) -> None:
 
 def run_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     source: Path = args.source
-    if not source.exists():
-        parser.error(f"{source} does not exist")
-    source_format = args.source_format or detect_format(source)
-    if source_format is None:
-        parser.error(
-            f"cannot tell the format of {source}: give a directory with {io.VOCAB_FILE} and {io.MERGES_FILE} "
-            f"(gpt2), a .json file (hf) or a .tiktoken file (tiktoken), or name it with --from {'|'.join(LOADERS)}"
-        )
-    directory = args.target_format == "gpt2"
-    check_output(args.output, inputs=[source], overwrite=args.force, directory=directory, owned=io.TOKENIZER_FILES)
-    tokenizer = _with_specials(LOADERS[source_format](source), args.special_tokens or [])
+    bundled = not source.exists() and str(source) in list_encoding_names()
+    if not bundled:
+        _check_source(args, parser)
+    inputs = [] if bundled else [source]
+    check_output(args.output, inputs=inputs, overwrite=args.force, directory=_directory_output(args), owned=_OWNED)
+    loaded = open_tokenizer(str(source)) if bundled else LOADERS[args.source_format](source)
+    tokenizer = _with_specials(loaded, args.special_tokens or [])
     SAVERS[args.target_format](tokenizer, args.output, args.force)
     _print_summary(tokenizer, args.output, args.target_format)
     return 0
 
 
-def detect_format(source: Path) -> str | None:
-    """The format of `source` from its name and contents, or None if they do not tell."""
-    if source.is_dir():
-        if (source / io.VOCAB_FILE).is_file() and (source / io.MERGES_FILE).is_file():
-            return "gpt2"
-        return "hf" if (source / HF_FILE).is_file() else None
-    return {".json": "hf", ".tiktoken": "tiktoken"}.get(source.suffix.lower())
+def _check_source(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """SRC exists and its format is known (set on `args.source_format`), or a usage error."""
+    source: Path = args.source
+    if not source.exists():
+        parser.error(f"{source} does not exist")
+    args.source_format = args.source_format or tokenizer_kind(source)
+    if args.source_format is None:
+        parser.error(
+            f"cannot tell the format of {source}: give a directory with {io.VOCAB_FILE} and {io.MERGES_FILE} "
+            f"(gpt2), a .json file (hf) or a .tiktoken file (tiktoken), or name it with --from {'|'.join(LOADERS)}"
+        )
+
+
+_OWNED = (*io.TOKENIZER_FILES, *formats.HF_FILES)
+
+
+def _directory_output(args: argparse.Namespace) -> bool:
+    """gpt2 writes a directory; hf one tokenizer.json when DEST ends in .json, else a directory for AutoTokenizer."""
+    return args.target_format == "gpt2" or (args.target_format == "hf" and not formats.is_hf_file_output(args.output))
 
 
 def _with_specials(tokenizer: Tokenizer, extra: list[str]) -> Tokenizer:

@@ -25,9 +25,19 @@ Laid out field for field as HF `tokenizers` writes a GPT-2 tokenizer, with:
   under its own text (as in HF's GPT-2 file): HF takes an added token's id from
   the model vocabulary and would otherwise number it itself, ignoring the id in
   the file.
-- `normalizer: null`, `pre_tokenizer: ByteLevel(add_prefix_space=false,
-  use_regex=true)` (its regex is GPT-2's), `post_processor: null` (no tokens
-  added around the text), `decoder: ByteLevel`.
+- `normalizer: null`, `post_processor: null` (no tokens added around the
+  text), `decoder: ByteLevel`. `pre_tokenizer`: for `gpt2`,
+  `ByteLevel(add_prefix_space=false, use_regex=true)` (its regex is GPT-2's);
+  for any other pattern, `Sequence[Split(Regex, Isolated), ByteLevel(
+  use_regex=false)]` as Llama 3's and Qwen 2's files have, the regex written
+  for Oniguruma, HF's engine (`onig_regex`: `$` becomes `\\z`, a possessive
+  `{n,m}+` an atomic group), so HF cuts the same pieces.
+
+To a directory (any path not ending in `.json` that is not an existing file),
+`save_hf` also writes `tokenizer_config.json` and `special_tokens_map.json`,
+so `transformers.AutoTokenizer.from_pretrained(directory)` has the special
+tokens' roles: `eos_token` is `<|endoftext|>` when that is a special token,
+`bos_token` and `pad_token` when asked for.
 
 Not representable, so `save_hf` refuses: two ids with the same bytes (HF's vocab
 maps text to one id; see docs/format.md), and a special token that is also an
@@ -41,8 +51,9 @@ other bytes (`é` stands for the byte 0xE9 there); its ids are right.
 `load_hf` reads such files, and HF's own, including the `"left right"` and
 pair forms of merges and a `ByteLevel` post-processor (it changes only offsets).
 It refuses, naming the field, what would encode differently: a model other
-than BPE, a normalizer, a pre-tokenizer other than GPT-2's ByteLevel (until
-pattern presets land), another post-processor (it adds tokens),
+than BPE, a normalizer, a pre-tokenizer other than the two above (a Split
+regex equal to a preset's loads as that preset, another as a custom pattern),
+another post-processor (it adds tokens),
 `ignore_merges`, dropout, subword prefixes or suffixes, byte fallback, added
 tokens with strip or single-word rules, or an added token whose id HF would not
 give it. Added tokens that are not `special` are loaded as special tokens too:
@@ -80,13 +91,14 @@ import base64
 import binascii
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Union
 
 from bpeforge import _core
-from bpeforge.io import decode_token, encode_token, read_json
-from bpeforge.outputs import write_text_atomically
+from bpeforge.io import TOKENIZER_FILES, decode_token, encode_token, read_json
+from bpeforge.outputs import write_directory_atomically, write_text_atomically
 from bpeforge.tokenizer import Tokenizer
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -113,23 +125,87 @@ _HF_MODEL_DEFAULTS = {
 # --------------------------------------------------------------------------
 
 
-def save_hf(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = False) -> Path:
-    """Write `tokenizer` as an HF `tokenizer.json` that encodes to the same ids.
+def save_hf(
+    tokenizer: Tokenizer,
+    path: PathLike,
+    *,
+    overwrite: bool = False,
+    eos_token: str | None = None,
+    bos_token: str | None = None,
+    pad_token: str | None = None,
+) -> Path:
+    """Write `tokenizer` for HF: a path ending in `.json` (or an existing file) gets that one `tokenizer.json`;
+    any other path is
+    a directory that `transformers.AutoTokenizer.from_pretrained` loads, with `tokenizer.json`,
+    `tokenizer_config.json` and `special_tokens_map.json` (written together, atomically). `eos_token`
+    defaults to `<|endoftext|>` when it is a special token; `bos_token` and `pad_token` are set only when
+    given. Each must be one of the tokenizer's special tokens.
 
-    Raises ValueError for a tokenizer HF cannot represent (see the module
-    docstring) and FileExistsError if `path` exists and `overwrite` is false.
+    Raises ValueError for a tokenizer HF cannot represent (see the module docstring) and FileExistsError if
+    `path` exists and `overwrite` is false (a directory is replaced only while it holds nothing but
+    tokenizer files).
     """
     text = json.dumps(hf_document(tokenizer), ensure_ascii=False, indent=2) + "\n"
-    return write_text_atomically(Path(path), text, overwrite=overwrite)
+    path = Path(path)
+    roles = _hf_special_roles(tokenizer, eos=eos_token, bos=bos_token, pad=pad_token)
+    if is_hf_file_output(path):
+        return write_text_atomically(path, text, overwrite=overwrite)
+    files = {
+        HF_FILE: text,
+        HF_CONFIG_FILE: _json_text(_hf_tokenizer_config(tokenizer, roles)),
+        HF_SPECIAL_TOKENS_FILE: _json_text(roles),
+    }
+    return write_directory_atomically(path, files, overwrite=overwrite, owned=(*TOKENIZER_FILES, *HF_FILES))
+
+
+def is_hf_file_output(path: Path) -> bool:
+    """Whether `save_hf` writes `path` as one tokenizer.json (a `.json` name, or an existing file) rather
+    than as a directory."""
+    return path.suffix.lower() == ".json" or path.is_file()
+
+
+HF_FILE = "tokenizer.json"
+HF_CONFIG_FILE = "tokenizer_config.json"
+HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"
+HF_FILES = (HF_FILE, HF_CONFIG_FILE, HF_SPECIAL_TOKENS_FILE)
+
+
+def _hf_special_roles(tokenizer: Tokenizer, **roles: str | None) -> dict[str, str]:
+    """`{"eos_token": ..., ...}`: the roles given, and eos as `<|endoftext|>` by default when it is special."""
+    if roles["eos"] is None and "<|endoftext|>" in tokenizer.special_tokens:
+        roles["eos"] = "<|endoftext|>"
+    for role, token in roles.items():
+        if token is not None and token not in tokenizer.special_tokens:
+            raise ValueError(
+                f"{role}_token {token!r} is not a special token of this tokenizer "
+                f"(its special tokens: {tokenizer.special_tokens}); add it as a special token first"
+            )
+    return {f"{role}_token": token for role, token in roles.items() if token is not None}
+
+
+def _hf_tokenizer_config(tokenizer: Tokenizer, roles: dict[str, str]) -> dict[str, Any]:
+    """`tokenizer_config.json` as transformers writes it for a fast tokenizer built from `tokenizer.json`:
+    the class, the special tokens with their roles, and no length limit or clean-up of spaces (either
+    would change the text that encode and decode give)."""
+    added = {
+        str(token_id): {key: value for key, value in _hf_added_token(token, token_id).items() if key != "id"}
+        for token, token_id in _special_ids(tokenizer).items()
+    }
+    return {
+        "added_tokens_decoder": added,
+        **roles,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 1000000000000000019884624838656,  # transformers' "no limit"
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
+
+
+def _json_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
 
 def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
     """The `tokenizer.json` content for `tokenizer`, as a JSON-ready dict."""
-    if tokenizer.pattern != "gpt2":
-        raise ValueError(
-            f"tokenizer.json export supports the gpt2 pattern (HF's ByteLevel pre-tokenizer); this tokenizer uses "
-            f"{tokenizer.pattern!r}: export it with save_tiktoken (or `bpeforge convert --to tiktoken`) instead"
-        )
     specials = _special_ids(tokenizer)
     return {
         "version": "1.0",
@@ -137,7 +213,7 @@ def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
         "padding": None,
         "added_tokens": [_hf_added_token(token, token_id) for token, token_id in specials.items()],
         "normalizer": None,
-        "pre_tokenizer": dict(_HF_PRE_TOKENIZER),
+        "pre_tokenizer": hf_pre_tokenizer(tokenizer.pattern),
         "post_processor": None,
         "decoder": dict(_HF_DECODER),
         "model": {  # the fields and their order as HF writes them
@@ -155,6 +231,66 @@ def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
     }
 
 
+def hf_pre_tokenizer(pattern: str) -> dict[str, Any]:
+    """GPT-2's ByteLevel pre-tokenizer for `gpt2`; for any other pattern (a preset's regex or a custom one)
+    a `Split` on it, each match and each stretch between matches a piece (`Isolated`), then ByteLevel without
+    its own regex: the layout of Llama 3's and Qwen 2's tokenizer.json. HF's regex engine (Oniguruma) gives
+    the same pieces as bpeforge on every preset (tests/test_hf_export.py checks the corpora)."""
+    if pattern == "gpt2":
+        return dict(_HF_PRE_TOKENIZER)
+    return {
+        "type": "Sequence",
+        "pretokenizers": [
+            {
+                "type": "Split",
+                "pattern": {"Regex": onig_regex(PATTERNS.get(pattern, pattern))},
+                "behavior": "Isolated",
+                "invert": False,
+            },
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        ],
+    }
+
+
+# A quantified atom followed by a possessive interval, `X{n,m}+`: possessive in Python's `regex` and
+# fancy-regex, but in Oniguruma (Ruby syntax) `X{n,m}` repeated one or more times.
+_POSSESSIVE_INTERVAL = re.compile(
+    r"(\\p\{\w+\}|\\.|\[(?:\\.|[^\]\\])*\]|\((?:\\.|[^()\\])*\)|[^\\()\[\]{}])(\{\d+(?:,\d*)?\})\+"
+)
+
+
+def onig_regex(source: str) -> str:
+    r"""`source` (bpeforge's regex syntax) as Oniguruma, HF's engine, reads it with the same matches: `$`
+    outside a class is end of text in bpeforge but end of line in Oniguruma, so it becomes `\z`; `X{n,m}+`
+    (possessive) becomes the atomic group `(?>X{n,m})`. `from_onig_regex` undoes both. Checked on every
+    preset and the corpora by tests/test_hf_export.py; other constructs are passed through as they are."""
+    return _POSSESSIVE_INTERVAL.sub(r"(?>\1\2)", _swap_outside_classes(source, "$", r"\z"))
+
+
+def from_onig_regex(source: str) -> str:
+    """`onig_regex` undone: the regex as bpeforge saved it (`\\z` and `(?>X{n,m})` mean the same in
+    bpeforge's engine, so a regex that had them to begin with keeps its meaning)."""
+    return _ATOMIC_INTERVAL.sub(r"\1\2+", _swap_outside_classes(source, r"\z", "$"))
+
+
+_ATOMIC_INTERVAL = re.compile(r"\(\?>" + _POSSESSIVE_INTERVAL.pattern[:-2] + r"\)")
+
+
+def _swap_outside_classes(source: str, old: str, new: str) -> str:
+    """`source` with the token `old` (`$` or an escape) replaced by `new` wherever it stands outside a
+    character class; escapes are read as one token each."""
+    out, in_class, i = [], False, 0
+    while i < len(source):
+        token = source[i : i + 2] if source[i] == "\\" else source[i]
+        if token == "[" and not in_class:
+            in_class = True
+        elif token == "]" and in_class:
+            in_class = False
+        out.append(new if token == old and not in_class else token)
+        i += len(token)
+    return "".join(out)
+
+
 def load_hf(path: PathLike) -> Tokenizer:
     """Load an HF `tokenizer.json` of a byte-level BPE with GPT-2's pre-tokenizer.
 
@@ -168,7 +304,7 @@ def load_hf(path: PathLike) -> Tokenizer:
         raise ValueError(f"{where}not an HF tokenizer.json (no top-level 'model')")
     model = doc["model"]
     _check_hf_model(model, where)
-    _check_hf_pipeline(doc, where)
+    pattern = _check_hf_pipeline(doc, where)
     vocab_text = model.get("vocab")
     if not isinstance(vocab_text, dict):
         raise ValueError(f"{where}model.vocab is not a JSON object mapping token text to ids")
@@ -180,7 +316,7 @@ def load_hf(path: PathLike) -> Tokenizer:
     vocab = _hf_vocab_bytes(vocab_text, specials, where)
     merges = [_hf_merge(merge, rank, where) for rank, merge in enumerate(listed_merges)]
     try:
-        return Tokenizer(vocab, merges, list(specials))
+        return Tokenizer(vocab, merges, list(specials), pattern=pattern)
     except ValueError as err:  # e.g. a byte or a merge result missing from the vocab
         raise ValueError(f"{where}{err}") from None
 
@@ -259,29 +395,51 @@ def _first_duplicate(vocab: Mapping[int, bytes]) -> tuple[int, int, bytes] | Non
     return None
 
 
-def _check_hf_pipeline(doc: dict[str, Any], where: str) -> None:
-    """Refuse the pipeline stages (other than the model) that would change the ids."""
+def _check_hf_pipeline(doc: dict[str, Any], where: str) -> str:
+    """Refuse the pipeline stages (other than the model) that would change the ids; return the pattern."""
     if doc.get("normalizer") is not None:
         raise ValueError(
             f"{where}normalizer {_hf_kind(doc['normalizer'])} is not supported: bpeforge encodes the text as given"
         )
-    pre = doc.get("pre_tokenizer")
-    if not (
-        isinstance(pre, dict)
-        and pre.get("type") == "ByteLevel"
-        and pre.get("add_prefix_space") is False
-        and pre.get("use_regex", True) is True
-    ):
-        raise ValueError(
-            f"{where}pre_tokenizer {_hf_kind(pre)} is not supported: bpeforge reads only GPT-2's "
-            "ByteLevel(add_prefix_space=false, use_regex=true) so far"
-        )
+    pattern = _hf_pattern(doc.get("pre_tokenizer"), where)
     post = doc.get("post_processor")
     if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
         raise ValueError(
             f"{where}post_processor {_hf_kind(post)} is not supported: it may add tokens around the text, "
             "which bpeforge does not"
         )
+    return pattern
+
+
+def _hf_pattern(pre: Any, where: str) -> str:
+    """The bpeforge pattern of an HF pre-tokenizer: GPT-2's ByteLevel, or Split(regex, Isolated) then
+    ByteLevel without a regex (Llama 3, Qwen 2 and bpeforge's own exports); a preset's name when the regex
+    is a preset's."""
+    gpt2 = isinstance(pre, dict) and pre.get("type") == "ByteLevel" and pre.get("add_prefix_space") is False
+    if gpt2 and pre.get("use_regex", True) is True:
+        return "gpt2"
+    steps = pre.get("pretokenizers") if isinstance(pre, dict) and pre.get("type") == "Sequence" else None
+    if isinstance(steps, list) and len(steps) == 2:
+        split, byte_level = steps
+        regex = split.get("pattern", {}).get("Regex") if isinstance(split, dict) else None
+        if (
+            isinstance(regex, str)
+            and split.get("type") == "Split"
+            and split.get("behavior") == "Isolated"
+            and split.get("invert") is False
+            and isinstance(byte_level, dict)
+            and byte_level.get("type") == "ByteLevel"
+            and byte_level.get("add_prefix_space") is False
+            and byte_level.get("use_regex") is False
+        ):
+            presets = {onig_regex(source): name for name, source in PATTERNS.items()}
+            presets.update({source: name for name, source in PATTERNS.items()})
+            return presets.get(regex) or from_onig_regex(regex)
+    raise ValueError(
+        f"{where}pre_tokenizer {_hf_kind(pre)} is not supported: bpeforge reads GPT-2's "
+        "ByteLevel(add_prefix_space=false, use_regex=true), or Sequence[Split(Regex, behavior=Isolated, "
+        "invert=false), ByteLevel(add_prefix_space=false, use_regex=false)] as Llama 3's tokenizer.json has"
+    )
 
 
 def _check_hf_model(model: Any, where: str) -> None:

@@ -18,7 +18,7 @@ from bpeforge import io
 from bpeforge.tiktoken import Encoding, get_encoding, list_encoding_names
 from bpeforge.tokenizer import Tokenizer
 
-HF_FILE = "tokenizer.json"
+HF_FILE = "tokenizer.json"  # as formats.HF_FILE (formats imports the tokenizer; this module stays below it)
 
 TokenizerSource = Union[Tokenizer, Encoding, str, "os.PathLike[str]"]
 

@@ -131,11 +131,21 @@ class Tokenizer:
             overwrite=overwrite,
         )
 
-    def save_hf(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
-        """Write an HF `tokenizer.json` that `tokenizers` and `transformers` load with the same ids."""
+    def save_hf(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        eos_token: str | None = None,
+        bos_token: str | None = None,
+        pad_token: str | None = None,
+    ) -> Path:
+        """Write for HF with the same ids: `path` ending in `.json` is one `tokenizer.json`; any other path
+        a directory for `transformers.AutoTokenizer.from_pretrained` (tokenizer.json, tokenizer_config.json,
+        special_tokens_map.json; eos defaults to `<|endoftext|>` when special). See `bpeforge.formats.save_hf`."""
         from bpeforge.formats import save_hf
 
-        save_hf(self, path, overwrite=overwrite)
+        return save_hf(self, path, overwrite=overwrite, eos_token=eos_token, bos_token=bos_token, pad_token=pad_token)
 
     def save_tiktoken(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """Write a tiktoken ranks file (specials are not part of that format; tiktoken takes them apart)."""
