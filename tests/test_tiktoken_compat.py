@@ -248,7 +248,8 @@ def test_tiktokens_own_tests(tmp_path_factory, request):
 def _tiktoken_tests(config, scratch: Path) -> Path:
     """tiktoken 0.14.0's tests/ folder from its sdist: BPEFORGE_TIKTOKEN_SDIST, the pytest cache, or PyPI."""
     sdist = os.environ.get("BPEFORGE_TIKTOKEN_SDIST")
-    cache = config.cache.mkdir("tiktoken-sdist") if config.cache is not None else scratch
+    # getattr: with `-p no:cacheprovider` pytest has no cache at all.
+    cache = config.cache.mkdir("tiktoken-sdist") if getattr(config, "cache", None) is not None else scratch
     if not sdist:
         sdist = cache / "tiktoken-0.14.0.tar.gz"
         if not sdist.exists():

@@ -18,19 +18,8 @@ def train(
     max_token_length: int | None = None,
     pattern: str = "gpt2",
     profile: bool = False,
-) -> tuple[list[bytes], list[tuple[bytes, bytes]], dict[str, Any]]: ...
-def extend(
-    paths: Sequence[str | PathLike[str]],
-    base: Encoder,
-    vocab_size: int,
-    special_tokens: Sequence[str],
-    num_threads: int | None = None,
-    chunk_size: int | None = None,
-    progress: Callable[[str, int, int], Any] | None = None,
-    min_frequency: int = 0,
-    max_token_length: int | None = None,
-    pattern: str = "gpt2",
-) -> tuple[list[tuple[int, bytes]], list[tuple[bytes, bytes]], dict[str, Any]]: ...
+    base: Encoder | None = None,
+) -> tuple[list[bytes] | list[tuple[int, bytes]], list[tuple[bytes, bytes]], dict[str, Any]]: ...
 def pretokenize(text: str, pattern: str = "gpt2") -> list[str]: ...
 def plan_shards(
     path: str | PathLike[str], target: int, special_tokens: Sequence[str], pattern: str = "gpt2"
@@ -65,16 +54,9 @@ class Counts:
         min_frequency: int = 0,
         max_token_length: int | None = None,
         progress: Progress | None = None,
-    ) -> tuple[list[bytes], list[tuple[bytes, bytes]], dict[str, Any]]: ...
-    def extend(
-        self,
-        base: Encoder,
-        vocab_size: int,
-        min_frequency: int = 0,
-        max_token_length: int | None = None,
+        base: Encoder | None = None,
         num_threads: int | None = None,
-        progress: Progress | None = None,
-    ) -> tuple[list[tuple[int, bytes]], list[tuple[bytes, bytes]], dict[str, Any]]: ...
+    ) -> tuple[list[bytes] | list[tuple[int, bytes]], list[tuple[bytes, bytes]], dict[str, Any]]: ...
     @property
     def special_tokens(self) -> list[str]: ...
     @property

@@ -180,20 +180,7 @@ def train(
     paths = [os.fspath(p) for p in files]
     records = RecordOptions(text_field, text_column, skip_bad_records)
     with progress_bars(progress) as bars:
-        if base is not None and all(kind(p) == "text" for p in files):
-            core = _core.extend(
-                paths,
-                base._core,
-                vocab_size,
-                specials,
-                num_threads,
-                chunk_size,
-                bars,
-                min_frequency or 0,
-                max_token_length,
-                pattern,
-            )
-        elif all(kind(p) == "text" for p in files):
+        if all(kind(p) == "text" for p in files):
             core = _core.train(
                 paths,
                 vocab_size,
@@ -205,6 +192,7 @@ def train(
                 max_token_length,
                 pattern,
                 profile,
+                None if base is None else base._core,
             )
         else:
             counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
@@ -265,9 +253,8 @@ def train_counts(
     num_threads: int | None = None,
 ) -> tuple:
     """The core's training (or extension of `base`) from a count table."""
-    if base is None:
-        return counts.train(vocab_size, min_frequency or 0, max_token_length, bars)
-    return counts.extend(base._core, vocab_size, min_frequency or 0, max_token_length, num_threads, bars)
+    core_base = None if base is None else base._core
+    return counts.train(vocab_size, min_frequency or 0, max_token_length, bars, core_base, num_threads)
 
 
 def result_from_core(

@@ -124,8 +124,11 @@ impl PyCounts {
         Ok(Self { inner })
     }
 
-    /// Learn merges from (a copy of) the table: `(vocab, merges, stats)`.
-    #[pyo3(signature = (vocab_size, min_frequency=0, max_token_length=None, progress=None))]
+    /// Learn merges from (a copy of) the table: `(vocab, merges, stats)`; with
+    /// `base`, continue training it: `([(id, bytes)], new merges, stats)`, and
+    /// `vocab_size` counts the base's tokens too.
+    #[pyo3(signature = (vocab_size, min_frequency=0, max_token_length=None, progress=None, base=None, num_threads=None))]
+    #[allow(clippy::too_many_arguments)]
     fn train<'py>(
         &self,
         py: Python<'py>,
@@ -133,32 +136,8 @@ impl PyCounts {
         min_frequency: u64,
         max_token_length: Option<usize>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let options = TrainOptions {
-            min_frequency,
-            max_token_length,
-            pattern: self.inner.pattern.clone(),
-            ..TrainOptions::new(vocab_size, self.inner.special_tokens.clone())
-        };
-        let observer = PyObserver::new(progress);
-        let counted = self.inner.clone();
-        let result = run_detached(py, &observer, || train::train_from_counts(counted, &options, &observer))?;
-        train_result_to_py(py, &result)
-    }
-
-    /// Continue training `base` from (a copy of) the table: `([(id, bytes)],
-    /// new merges, stats)`; `vocab_size` counts the base's tokens too.
-    #[pyo3(signature = (base, vocab_size, min_frequency=0, max_token_length=None, num_threads=None, progress=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn extend<'py>(
-        &self,
-        py: Python<'py>,
-        base: PyRef<'py, PyEncoder>,
-        vocab_size: usize,
-        min_frequency: u64,
-        max_token_length: Option<usize>,
+        base: Option<PyRef<'py, PyEncoder>>,
         num_threads: Option<usize>,
-        progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let options = TrainOptions {
             min_frequency,
@@ -169,12 +148,20 @@ impl PyCounts {
         };
         let observer = PyObserver::new(progress);
         let counted = self.inner.clone();
-        let base = base.encoder().clone();
-        let extension = run_detached(py, &observer, || {
-            let pool = train::build_pool(options.num_threads)?;
-            train::extend::extend_from_counts(counted, &options, &base, &pool, &observer)
-        })?;
-        extension_to_py(py, &extension)
+        match base {
+            None => {
+                let result = run_detached(py, &observer, || train::train_from_counts(counted, &options, &observer))?;
+                train_result_to_py(py, &result)
+            }
+            Some(base) => {
+                let base = base.encoder().clone();
+                let extension = run_detached(py, &observer, || {
+                    let pool = train::build_pool(options.num_threads)?;
+                    train::extend::extend_from_counts(counted, &options, &base, &pool, &observer)
+                })?;
+                extension_to_py(py, &extension)
+            }
+        }
     }
 
     #[getter]

@@ -26,10 +26,13 @@ use encoder::PyEncoder;
 use observer::PyObserver;
 
 /// Train; returns `(vocab bytes by id, merges as (left, right), stats dict)`.
+/// With `base`, continue training it instead (`train::extend`): returns
+/// `([(id, bytes)], new merges, stats dict)`, and `vocab_size` counts every
+/// token, the base's included.
 #[pyfunction]
 #[pyo3(signature = (
     paths, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None,
-    min_frequency=0, max_token_length=None, pattern="gpt2", profile=false,
+    min_frequency=0, max_token_length=None, pattern="gpt2", profile=false, base=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn train<'py>(
@@ -44,6 +47,7 @@ fn train<'py>(
     max_token_length: Option<usize>,
     pattern: &str,
     profile: bool,
+    base: Option<PyRef<'py, PyEncoder>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let options = TrainOptions {
         pattern: pattern.to_string(),
@@ -55,43 +59,18 @@ fn train<'py>(
         ..TrainOptions::new(vocab_size, special_tokens)
     };
     let observer = PyObserver::new(progress);
-    let result = run_detached(py, &observer, || bpeforge::train(&paths, &options, &observer))?;
-    train_result_to_py(py, &result)
-}
-
-/// Continue training `base` on `paths`; returns `([(id, bytes)], new merges,
-/// stats dict)`. `vocab_size` counts every token, the base's included.
-#[pyfunction]
-#[pyo3(signature = (
-    paths, base, vocab_size, special_tokens, num_threads=None, chunk_size=None, progress=None,
-    min_frequency=0, max_token_length=None, pattern="gpt2",
-))]
-#[allow(clippy::too_many_arguments)]
-fn extend<'py>(
-    py: Python<'py>,
-    paths: Vec<PathBuf>,
-    base: PyRef<'py, PyEncoder>,
-    vocab_size: usize,
-    special_tokens: Vec<String>,
-    num_threads: Option<usize>,
-    chunk_size: Option<usize>,
-    progress: Option<Py<PyAny>>,
-    min_frequency: u64,
-    max_token_length: Option<usize>,
-    pattern: &str,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let options = TrainOptions {
-        pattern: pattern.to_string(),
-        num_threads,
-        chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
-        min_frequency,
-        max_token_length,
-        ..TrainOptions::new(vocab_size, special_tokens)
-    };
-    let observer = PyObserver::new(progress);
-    let base = base.encoder().clone();
-    let extension = run_detached(py, &observer, || bpeforge::train::extend(&paths, &options, &base, &observer))?;
-    extension_to_py(py, &extension)
+    match base {
+        None => {
+            let result = run_detached(py, &observer, || bpeforge::train(&paths, &options, &observer))?;
+            train_result_to_py(py, &result)
+        }
+        Some(base) => {
+            let base = base.encoder().clone();
+            let extension =
+                run_detached(py, &observer, || bpeforge::train::extend(&paths, &options, &base, &observer))?;
+            extension_to_py(py, &extension)
+        }
+    }
 }
 
 /// `(vocab bytes by id, merges, stats dict)` for Python.
@@ -162,7 +141,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<counts::PyCounts>()?;
     m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
-    m.add_function(wrap_pyfunction!(extend, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
