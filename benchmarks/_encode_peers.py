@@ -94,7 +94,7 @@ def _load_tiktoken(source: dict) -> Any:
     from tiktoken.load import load_tiktoken_bpe
 
     if source["encoding"] == "gpt2":  # GPT-2's ids are its ranks
-        from bpeforge.io import load_vocab
+        from bpeforge.formats.gpt2 import load_vocab
 
         ranks = {token: token_id for token_id, token in load_vocab(source["vocab"]).items() if token_id != EOT_ID}
     else:
@@ -192,7 +192,7 @@ PEERS: dict[str, Peer] = {
         ),
         Peer(
             "tiktoken",
-            ("tiktoken", "bpeforge.io"),
+            ("tiktoken", "bpeforge.formats.gpt2"),
             "tiktoken",
             ("gpt2", "cl100k", "o200k"),
             _load_tiktoken,

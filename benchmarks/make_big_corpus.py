@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 
 from bench_encode import locate_corpus
-from bpeforge.outputs import check_output, open_atomically
+from bpeforge.formats.atomic import check_output, open_atomically
 
 SEPARATOR = b"\n<|endoftext|>\n"
 CORPORA = ("gutenberg", "20news", "multilingual")

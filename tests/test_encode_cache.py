@@ -16,7 +16,8 @@ import threading
 
 import numpy as np
 import pytest
-from bpeforge import Tokenizer, io
+from bpeforge import Tokenizer
+from bpeforge.formats.gpt2 import load_merges, load_vocab
 from bpeforge.tokenizer import DEFAULT_CACHE_SIZE
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,7 @@ CACHE_SIZES = [0, KIB, DEFAULT_CACHE_SIZE, 1 << 30]
 
 @pytest.fixture(scope="module")
 def gpt2_tables(gpt2_paths):
-    return io.load_vocab(gpt2_paths[0]), io.load_merges(gpt2_paths[1])
+    return load_vocab(gpt2_paths[0]), load_merges(gpt2_paths[1])
 
 
 @pytest.fixture(scope="module")

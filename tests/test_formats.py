@@ -21,8 +21,12 @@ from pathlib import Path
 
 import bpeforge
 import pytest
-from bpeforge import Tokenizer, formats, io
-from bpeforge.convert import add_convert_command
+from bpeforge import Tokenizer
+from bpeforge.cli.convert import add_convert_command
+from bpeforge.formats import tiktoken_ranks
+from bpeforge.formats.gpt2 import MERGES_FILE, VOCAB_FILE, encode_token, load_merges
+from bpeforge.formats.hf import GPT2_PATTERN, hf_document, save_hf
+from bpeforge.formats.tiktoken_ranks import read_tiktoken_ranks, save_tiktoken, tiktoken_special_tokens
 from corpora import EMOJI, REGEX_WHITESPACE, SCRIPT_SAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -87,7 +91,7 @@ def tiktoken():
 @pytest.fixture(scope="module")
 def hf_pair(tokenizer, tmp_path_factory, hf_tokenizers, fast_tokenizer_class):
     """The tokenizer saved by `save_hf`, loaded in HF tokenizers and in transformers."""
-    path = formats.save_hf(tokenizer, tmp_path_factory.mktemp("hf") / "tokenizer.json")
+    path = save_hf(tokenizer, tmp_path_factory.mktemp("hf") / "tokenizer.json")
     return hf_tokenizers.Tokenizer.from_file(str(path)), fast_tokenizer_class(tokenizer_file=str(path))
 
 
@@ -96,15 +100,15 @@ def tiktoken_encoding(tokenizer, tmp_path_factory, tiktoken):
     """`tiktoken.Encoding` over the file `save_tiktoken` wrote, read by tiktoken's own loader."""
     from tiktoken.load import load_tiktoken_bpe
 
-    path = formats.save_tiktoken(tokenizer, tmp_path_factory.mktemp("tiktoken") / "ranks.tiktoken")
+    path = save_tiktoken(tokenizer, tmp_path_factory.mktemp("tiktoken") / "ranks.tiktoken")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken caches files by path; tmp paths are reused
         ranks = load_tiktoken_bpe(str(path))
     return tiktoken.Encoding(
         name="bpeforge-test",
-        pat_str=formats.GPT2_PATTERN,
+        pat_str=GPT2_PATTERN,
         mergeable_ranks=ranks,
-        special_tokens=formats.tiktoken_special_tokens(tokenizer),
+        special_tokens=tiktoken_special_tokens(tokenizer),
     )
 
 
@@ -154,7 +158,7 @@ def test_hf_tokenizers_and_transformers_give_bpeforge_ids(tokenizer, hf_pair, te
 
 
 def test_hf_ids_equal_on_cs336_texts(gpt2, cs336_texts, tmp_path, hf_tokenizers, fast_tokenizer_class):
-    path = formats.save_hf(gpt2, tmp_path / "tokenizer.json")
+    path = save_hf(gpt2, tmp_path / "tokenizer.json")
     hf = hf_tokenizers.Tokenizer.from_file(str(path))
     fast = fast_tokenizer_class(tokenizer_file=str(path))
     for name, text in cs336_texts.items():
@@ -176,7 +180,7 @@ def test_hf_ids_on_edge_texts(tokenizer, hf_pair):
 def test_hf_matches_special_tokens_longest_first(trained, tmp_path, hf_tokenizers, fast_tokenizer_class):
     specials = ["<|", SPECIAL, SPECIAL + SPECIAL, "|>"]
     tok = Tokenizer(trained.vocab, trained.merges, specials)
-    path = formats.save_hf(tok, tmp_path / "tokenizer.json")
+    path = save_hf(tok, tmp_path / "tokenizer.json")
     hf = hf_tokenizers.Tokenizer.from_file(str(path))
     fast = fast_tokenizer_class(tokenizer_file=str(path))
     for text in [SPECIAL * 3, f"a<|b|>{SPECIAL}<|endoftext", "<|<|>|>", f"{SPECIAL}|>"]:
@@ -188,27 +192,27 @@ def test_special_tokens_with_spaces_and_non_ascii_text(trained, tmp_path, hf_tok
     """A special token is written under its own text, which need not be a byte-level spelling."""
     specials = ["<my token>", "<|终|>", "é!"]
     tok = Tokenizer(trained.vocab, trained.merges, specials)
-    path = formats.save_hf(tok, tmp_path / "tokenizer.json")
+    path = save_hf(tok, tmp_path / "tokenizer.json")
     hf = hf_tokenizers.Tokenizer.from_file(str(path))
     fast = fast_tokenizer_class(tokenizer_file=str(path))
     text = "a <my token> b<|终|>é!é !<my  token>"
     assert hf.encode(text).ids == tok.encode(text) == fast.encode(text)
     # HF's ByteLevel decoder reads a token made only of byte characters ("é!") through the byte table
-    # (é is 0xE9 there), so only the other special tokens decode back to their text (see formats.py).
+    # (é is 0xE9 there), so only the other special tokens decode back to their text (see bpeforge/formats/hf.py).
     plain = "a <my token> b<|终|>"
     assert hf.decode(tok.encode(plain), skip_special_tokens=False) == plain
-    assert same_tokenizer(formats.load_hf(path), tok)
+    assert same_tokenizer(Tokenizer.from_hf(path), tok)
 
 
 def test_load_hf_round_trips_vocab_merges_and_specials(tokenizer, tmp_path):
-    loaded = formats.load_hf(formats.save_hf(tokenizer, tmp_path / "tokenizer.json"))
+    loaded = Tokenizer.from_hf(save_hf(tokenizer, tmp_path / "tokenizer.json"))
     assert loaded.vocab == tokenizer.vocab
     assert loaded.merges == tokenizer.merges
     assert loaded.special_tokens == tokenizer.special_tokens
 
 
 def test_save_hf_writes_the_layout_hf_reads(trained, tmp_path):
-    doc = json.loads(formats.save_hf(trained, tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
+    doc = json.loads(save_hf(trained, tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
     assert doc["normalizer"] is None and doc["post_processor"] is None
     assert doc["pre_tokenizer"] == {
         "type": "ByteLevel",
@@ -217,7 +221,7 @@ def test_save_hf_writes_the_layout_hf_reads(trained, tmp_path):
         "use_regex": True,
     }
     assert doc["model"]["type"] == "BPE" and doc["model"]["ignore_merges"] is False
-    assert doc["model"]["merges"][0] == " ".join(io.encode_token(part) for part in trained.merges[0])
+    assert doc["model"]["merges"][0] == " ".join(encode_token(part) for part in trained.merges[0])
     assert [(t["content"], t["id"], t["special"]) for t in doc["added_tokens"]] == [
         (token, trained.token_to_id(token), True) for token in TRAINED_SPECIALS
     ]
@@ -239,7 +243,7 @@ def test_load_hf_reads_hf_own_gpt2_file(gpt2, gpt2_paths, cs336_texts, tmp_path,
     hf.add_special_tokens([SPECIAL])
     path = tmp_path / "tokenizer.json"
     hf.save(str(path))
-    loaded = formats.load_hf(path)
+    loaded = Tokenizer.from_hf(path)
     assert (loaded.vocab, loaded.merges, loaded.special_tokens) == (gpt2.vocab, gpt2.merges, [SPECIAL])
     for name, text in cs336_texts.items():
         assert loaded.encode(text) == hf.encode(text).ids, name
@@ -248,14 +252,14 @@ def test_load_hf_reads_hf_own_gpt2_file(gpt2, gpt2_paths, cs336_texts, tmp_path,
 def test_load_hf_reads_hf_file_with_specials_outside_the_model_vocab(trained, tmp_path, hf_tokenizers):
     """HF numbers added tokens that are not in the model vocab itself; load_hf gives the same ids."""
     specials = {token.encode("utf-8") for token in TRAINED_SPECIALS}
-    vocab = {io.encode_token(token): i for i, token in trained.vocab.items() if token not in specials}
-    merges = [(io.encode_token(left), io.encode_token(right)) for left, right in trained.merges]
+    vocab = {encode_token(token): i for i, token in trained.vocab.items() if token not in specials}
+    merges = [(encode_token(left), encode_token(right)) for left, right in trained.merges]
     hf = hf_tokenizers.Tokenizer(hf_tokenizers.models.BPE(vocab=vocab, merges=merges))
     hf.pre_tokenizer = hf_tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.add_special_tokens(list(reversed(TRAINED_SPECIALS)))  # HF numbers them in this order
     path = tmp_path / "tokenizer.json"
     hf.save(str(path))
-    loaded = formats.load_hf(path)
+    loaded = Tokenizer.from_hf(path)
     text = generated_corpus(seed=9, documents=20)
     assert loaded.encode(text) == hf.encode(text).ids
     assert loaded.token_to_id("<pad>") == hf.token_to_id("<pad>") == len(vocab)
@@ -269,26 +273,26 @@ def duplicate_bytes_tokenizer() -> Tokenizer:
 
 def test_save_hf_refuses_two_ids_with_the_same_bytes(tmp_path):
     with pytest.raises(ValueError, match=r"ids 258 and 259 are both b'abc'.*one id"):
-        formats.save_hf(duplicate_bytes_tokenizer(), tmp_path / "tokenizer.json")
+        save_hf(duplicate_bytes_tokenizer(), tmp_path / "tokenizer.json")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_save_hf_refuses_a_special_token_spelled_two_ways(trained, tmp_path):
     tok = Tokenizer(trained.vocab, trained.merges, ["\n"])
     with pytest.raises(ValueError, match=r"special token '\\n' \(id 10\) is also an ordinary token, spelled 'Ċ'"):
-        formats.save_hf(tok, tmp_path / "tokenizer.json")
+        save_hf(tok, tmp_path / "tokenizer.json")
 
 
 def test_save_hf_carries_ids_that_are_not_256_plus_rank(tmp_path, hf_tokenizers):
     """Ids are carried over exactly, whatever their layout: a special first, then the bytes, then merges."""
     vocab = {0: SPECIAL.encode()} | {i + 1: bytes([i]) for i in range(256)} | {300: b" w", 301: b"or", 400: b" wor"}
     tok = Tokenizer(vocab, [(b" ", b"w"), (b"o", b"r"), (b" w", b"or")], [SPECIAL])
-    path = formats.save_hf(tok, tmp_path / "tokenizer.json")
+    path = save_hf(tok, tmp_path / "tokenizer.json")
     text = f"hello world{SPECIAL} worn"
     assert hf_tokenizers.Tokenizer.from_file(str(path)).encode(text).ids == tok.encode(text) == [
         105, 102, 109, 109, 112, 400, 109, 101, 0, 400, 111,
     ]  # fmt: skip
-    assert formats.load_hf(path).vocab == tok.vocab
+    assert Tokenizer.from_hf(path).vocab == tok.vocab
 
 
 REFUSED_HF_CHANGES = {
@@ -317,20 +321,20 @@ REFUSED_HF_CHANGES = {
 @pytest.mark.parametrize("change", REFUSED_HF_CHANGES)
 def test_load_hf_refuses_what_would_encode_differently(trained, tmp_path, change):
     edit, message = REFUSED_HF_CHANGES[change]
-    doc = formats.hf_document(trained)
+    doc = hf_document(trained)
     edit(doc)
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ValueError, match=message):
-        formats.load_hf(path)
+        Tokenizer.from_hf(path)
 
 
 def test_load_hf_reads_merges_as_strings_or_pairs(trained, tmp_path):
-    doc = formats.hf_document(trained)
+    doc = hf_document(trained)
     doc["model"]["merges"] = [merge.split(" ") for merge in doc["model"]["merges"]]
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    assert formats.load_hf(path).merges == trained.merges
+    assert Tokenizer.from_hf(path).merges == trained.merges
 
 
 # --------------------------------------------------------------------------
@@ -345,56 +349,56 @@ def test_tiktoken_gives_bpeforge_ids(tokenizer, tiktoken_encoding, text):
 
 
 def test_tiktoken_ids_equal_on_cs336_texts(gpt2, cs336_texts, tmp_path, tiktoken):
-    path = formats.save_tiktoken(gpt2, tmp_path / "gpt2.tiktoken")
+    path = save_tiktoken(gpt2, tmp_path / "gpt2.tiktoken")
     encoding = tiktoken.Encoding(
         name="gpt2-from-bpeforge",
-        pat_str=formats.GPT2_PATTERN,
-        mergeable_ranks=formats.read_tiktoken_ranks(path),
-        special_tokens=formats.tiktoken_special_tokens(gpt2),
+        pat_str=GPT2_PATTERN,
+        mergeable_ranks=read_tiktoken_ranks(path),
+        special_tokens=tiktoken_special_tokens(gpt2),
     )
     for name, text in cs336_texts.items():
         assert encoding.encode(text, allowed_special="all") == gpt2.encode(text), name
 
 
 def test_save_tiktoken_writes_base64_and_rank_lines(trained, tmp_path):
-    lines = formats.save_tiktoken(trained, tmp_path / "t.tiktoken").read_text(encoding="ascii").splitlines()
+    lines = save_tiktoken(trained, tmp_path / "t.tiktoken").read_text(encoding="ascii").splitlines()
     assert len(lines) == trained.vocab_size - len(TRAINED_SPECIALS)  # special tokens are not in the file
     token, rank = lines[300].split(" ")
     assert trained.vocab[int(rank)] == base64.b64decode(token) and int(rank) == 300
 
 
 def test_load_tiktoken_recovers_exactly_the_merges(tokenizer, tmp_path):
-    path = formats.save_tiktoken(tokenizer, tmp_path / "ranks.tiktoken")
-    loaded = formats.load_tiktoken(path, special_tokens=tokenizer.special_tokens)
+    path = save_tiktoken(tokenizer, tmp_path / "ranks.tiktoken")
+    loaded = Tokenizer.from_tiktoken(path, special_tokens=tokenizer.special_tokens)
     assert loaded.merges == tokenizer.merges
     assert loaded.vocab == tokenizer.vocab
     assert loaded.special_tokens == tokenizer.special_tokens
 
 
 def test_load_tiktoken_gpt2_recovers_all_50000_merges(gpt2, gpt2_paths, tmp_path):
-    path = formats.save_tiktoken(gpt2, tmp_path / "gpt2.tiktoken")
-    loaded = formats.load_tiktoken(path, special_tokens={SPECIAL: 50256})  # tiktoken's own form
+    path = save_tiktoken(gpt2, tmp_path / "gpt2.tiktoken")
+    loaded = Tokenizer.from_tiktoken(path, special_tokens={SPECIAL: 50256})  # tiktoken's own form
     assert len(loaded.merges) == 50_000
-    assert loaded.merges == io.load_merges(gpt2_paths[1])
+    assert loaded.merges == load_merges(gpt2_paths[1])
     assert loaded.token_to_id(SPECIAL) == 50256
 
 
 def test_save_tiktoken_refuses_two_ids_with_the_same_bytes(tmp_path):
     with pytest.raises(ValueError, match=r"ids 258 and 259 are both b'abc'.*one rank per token"):
-        formats.save_tiktoken(duplicate_bytes_tokenizer(), tmp_path / "t.tiktoken")
+        save_tiktoken(duplicate_bytes_tokenizer(), tmp_path / "t.tiktoken")
 
 
 def test_save_tiktoken_refuses_ids_out_of_merge_order(tmp_path):
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"or", 257: b" w"}
     tok = Tokenizer(vocab, [(b" ", b"w"), (b"o", b"r")])
     with pytest.raises(ValueError, match=r"merge 1 \(b'o' \+ b'r'\) makes id 256.*renumber"):
-        formats.save_tiktoken(tok, tmp_path / "t.tiktoken")
+        save_tiktoken(tok, tmp_path / "t.tiktoken")
 
 
 def test_save_tiktoken_refuses_a_token_no_merge_makes(tmp_path):
     vocab = {i: bytes([i]) for i in range(256)} | {256: b" w", 257: b"xyz"}
     with pytest.raises(ValueError, match=r"b'xyz' \(id 257\) is neither a byte nor made by a merge"):
-        formats.save_tiktoken(Tokenizer(vocab, [(b" ", b"w")]), tmp_path / "t.tiktoken")
+        save_tiktoken(Tokenizer(vocab, [(b" ", b"w")]), tmp_path / "t.tiktoken")
 
 
 def test_save_tiktoken_refuses_merges_tiktoken_would_build_otherwise(tmp_path):
@@ -402,13 +406,13 @@ def test_save_tiktoken_refuses_merges_tiktoken_would_build_otherwise(tmp_path):
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc"}
     tok = Tokenizer(vocab, [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
     with pytest.raises(ValueError, match=r"merge 2 is b'ab' \+ b'c', but tiktoken.* from b'a' \+ b'bc'"):
-        formats.save_tiktoken(tok, tmp_path / "t.tiktoken")
+        save_tiktoken(tok, tmp_path / "t.tiktoken")
 
 
 def test_tiktoken_special_tokens_refuses_a_prefix_of_another(trained):
     tok = Tokenizer(trained.vocab, trained.merges, ["<|", SPECIAL])
     with pytest.raises(ValueError, match=r"'<\|' is a prefix of '<\|endoftext\|>'.*longest"):
-        formats.tiktoken_special_tokens(tok)
+        tiktoken_special_tokens(tok)
 
 
 @pytest.mark.parametrize(
@@ -424,7 +428,7 @@ def test_read_tiktoken_ranks_names_the_bad_line(tmp_path, content, message):
     path = tmp_path / "bad.tiktoken"
     path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
-        formats.read_tiktoken_ranks(path)
+        read_tiktoken_ranks(path)
 
 
 def test_load_tiktoken_refuses_a_token_that_is_not_a_merge_of_lower_ranks(tmp_path):
@@ -432,25 +436,25 @@ def test_load_tiktoken_refuses_a_token_that_is_not_a_merge_of_lower_ranks(tmp_pa
     path = tmp_path / "t.tiktoken"
     path.write_text("\n".join(lines) + "\n", encoding="ascii")
     with pytest.raises(ValueError, match=r"\"abc\" \(rank 256\) is not a merge of two lower-ranked tokens"):
-        formats.load_tiktoken(path)
+        Tokenizer.from_tiktoken(path)
 
 
 def test_load_tiktoken_checks_pattern_and_special_ids(trained, tmp_path):
-    path = formats.save_tiktoken(trained, tmp_path / "t.tiktoken")
+    path = save_tiktoken(trained, tmp_path / "t.tiktoken")
     # A ranks file holds no pattern: the caller names a preset or gives a regex, which must compile.
-    assert formats.load_tiktoken(path, pattern="cl100k").pattern == "cl100k"
+    assert Tokenizer.from_tiktoken(path, pattern="cl100k").pattern == "cl100k"
     with pytest.raises(ValueError, match=r'pattern "\(unclosed" does not compile'):
-        formats.load_tiktoken(path, pattern="(unclosed")
+        Tokenizer.from_tiktoken(path, pattern="(unclosed")
     with pytest.raises(ValueError, match=r"special token '<pad>' has id 5, which .* already gives to b'\\x05'"):
-        formats.load_tiktoken(path, special_tokens={"<pad>": 5})
+        Tokenizer.from_tiktoken(path, special_tokens={"<pad>": 5})
     with pytest.raises(ValueError, match=r"'a' is also the token of rank 97 .* give it id 97, not 3000"):
-        formats.load_tiktoken(path, special_tokens={"a": 3000})
-    placed = formats.load_tiktoken(path, special_tokens={"<pad>": 5000, SPECIAL: 4000})
+        Tokenizer.from_tiktoken(path, special_tokens={"a": 3000})
+    placed = Tokenizer.from_tiktoken(path, special_tokens={"<pad>": 5000, SPECIAL: 4000})
     assert (placed.token_to_id("<pad>"), placed.token_to_id(SPECIAL)) == (5000, 4000)
 
 
 def test_docstring_examples():
-    result = doctest.testmod(formats)
+    result = doctest.testmod(tiktoken_ranks)
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -459,7 +463,7 @@ def test_docstring_examples():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("save", [formats.save_hf, formats.save_tiktoken])
+@pytest.mark.parametrize("save", [save_hf, save_tiktoken])
 def test_saves_refuse_to_overwrite_unless_asked_and_leave_no_temporary_files(trained, tmp_path, save):
     path = tmp_path / "out"
     path.write_text("keep me")
@@ -480,7 +484,7 @@ def test_saves_refuse_to_overwrite_unless_asked_and_leave_no_temporary_files(tra
 
 
 def convert(*argv: str) -> int:
-    """Run `bpeforge convert` in-process, through a parser of our own (as cli.py builds it)."""
+    """Run `bpeforge convert` in-process, through a parser of our own (as cli/parser.py builds it)."""
     parser = argparse.ArgumentParser(prog="bpeforge")
     add_convert_command(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["convert", *argv])
@@ -498,15 +502,15 @@ def save_as(target: str, tok: Tokenizer, path: Path) -> None:
     if target == "gpt2":
         bpeforge.save(tok.vocab, tok.merges, path, special_tokens=tok.special_tokens)
     else:
-        {"hf": formats.save_hf, "tiktoken": formats.save_tiktoken}[target](tok, path)
+        {"hf": save_hf, "tiktoken": save_tiktoken}[target](tok, path)
 
 
 def load_as(source: str, path: Path, special_tokens: list[str]) -> Tokenizer:
     if source == "gpt2":
         return Tokenizer.load(path)
     if source == "hf":
-        return formats.load_hf(path)
-    return formats.load_tiktoken(path, special_tokens=special_tokens)
+        return Tokenizer.from_hf(path)
+    return Tokenizer.from_tiktoken(path, special_tokens=special_tokens)
 
 
 @pytest.mark.parametrize("target", ["gpt2", "hf", "tiktoken"])
@@ -523,7 +527,7 @@ def test_convert_round_trips_between_all_formats(trained, tmp_path, capsys, sour
 def test_convert_gpt2_through_every_format(gpt2, gpt2_paths, tmp_path):
     start = tmp_path / "gpt2"
     start.mkdir()
-    for name, path in zip([io.VOCAB_FILE, io.MERGES_FILE], gpt2_paths):
+    for name, path in zip([VOCAB_FILE, MERGES_FILE], gpt2_paths):
         (start / name).write_bytes(path.read_bytes())  # a bare GPT-2 directory: no bpeforge.json
     chain = [start, tmp_path / "tokenizer.json", tmp_path / "gpt2.tiktoken", tmp_path / "back"]
     for source, dest, target in zip(chain, chain[1:], ["hf", "tiktoken", "gpt2"]):
@@ -539,11 +543,11 @@ def test_convert_refuses_to_overwrite_without_force(trained, tmp_path, capsys):
         convert(str(src), "--to", "hf", "-o", str(dest))
     assert dest.read_text() == "keep me"
     assert convert(str(src), "--to", "hf", "-o", str(dest), "--force") == 0
-    assert same_tokenizer(formats.load_hf(dest), trained)
+    assert same_tokenizer(Tokenizer.from_hf(dest), trained)
 
 
 def test_convert_unknown_formats_list_the_supported_ones(trained, tmp_path, capsys):
-    src = formats.save_hf(trained, tmp_path / "tok.json")
+    src = save_hf(trained, tmp_path / "tok.json")
     with pytest.raises(SystemExit):
         convert(str(src), "--to", "sentencepiece", "-o", str(tmp_path / "out"))
     assert "invalid choice: 'sentencepiece'" in capsys.readouterr().err
@@ -557,7 +561,7 @@ def test_convert_unknown_formats_list_the_supported_ones(trained, tmp_path, caps
 
 
 def test_convert_tiktoken_output_says_how_to_get_the_specials_back(trained, tmp_path, capsys):
-    src = formats.save_hf(trained, tmp_path / "tokenizer.json")
+    src = save_hf(trained, tmp_path / "tokenizer.json")
     convert(str(src), "--to", "tiktoken", "-o", str(tmp_path / "t.tiktoken"))
     out = capsys.readouterr().out
     assert "--special-token '<|endoftext|>' --special-token '<pad>'" in out
@@ -565,10 +569,8 @@ def test_convert_tiktoken_output_says_how_to_get_the_specials_back(trained, tmp_
 
 
 def test_python_m_bpeforge_convert(trained, tmp_path):
-    """The real command line, once cli.py registers `convert`."""
-    if "convert" not in run_bpeforge("--help").stdout:
-        pytest.skip("cli.py does not call add_convert_command yet")
-    src = str(formats.save_hf(trained, tmp_path / "tokenizer.json"))
+    """The real command line."""
+    src = str(save_hf(trained, tmp_path / "tokenizer.json"))
     out = str(tmp_path / "out")
     written = run_bpeforge("convert", src, "--to", "gpt2", "-o", out)
     assert written.returncode == 0, written.stderr

@@ -17,7 +17,8 @@ import warnings
 import bpeforge
 import pytest
 from bpeforge import tiktoken as bt
-from bpeforge.formats import onig_regex
+from bpeforge.formats.hf import hf_pre_tokenizer
+from bpeforge.formats.oniguruma import onig_regex
 
 tokenizers = pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")
@@ -94,7 +95,7 @@ def test_split_regex_is_written_for_oniguruma():
     # `$` is the end of the text in bpeforge, the end of a line in Oniguruma; `X{1,3}+` is possessive in
     # bpeforge, `(X{1,3})+` in Oniguruma. Both are rewritten; classes and escapes are left alone.
     assert onig_regex(r"\s++$|\p{N}{1,3}+|[$]\$") == r"\s++\z|(?>\p{N}{1,3})|[$]\$"
-    cl100k = json.dumps(bpeforge.formats.hf_pre_tokenizer("cl100k"))
+    cl100k = json.dumps(hf_pre_tokenizer("cl100k"))
     assert r"\\z" in cl100k and "{1,3}+" not in cl100k
 
 

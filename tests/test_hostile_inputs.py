@@ -265,7 +265,7 @@ def test_a_killed_encode_leaves_a_temporary_file_that_the_next_run_removes(works
 
 
 def test_stale_temporaries_of_live_processes_and_other_names_are_kept(tmp_path):
-    from bpeforge.outputs import remove_stale_temporaries
+    from bpeforge.formats.atomic import remove_stale_temporaries
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

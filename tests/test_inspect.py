@@ -18,7 +18,8 @@ from pathlib import Path
 import bpeforge
 import numpy as np
 import pytest
-from bpeforge import inspection, show
+from bpeforge.inspection import show
+from bpeforge.inspection.figures import draw_documents, sample_figures, vocabulary_figures
 
 SPECIAL = "<|endoftext|>"
 
@@ -115,26 +116,26 @@ def test_inspect_shows_tokens_that_are_not_utf8_as_escaped_bytes(tmp_path):
     path.write_text("".join(chr(0x4E00 + (i * 7919) % 3000) for i in range(20000)), encoding="utf-8")
     result = bpeforge.train(path, 600)
     bpeforge.save(result.vocab, result.merges, tmp_path / "tok")
-    figures = inspection.vocabulary_figures(bpeforge.Tokenizer.load(tmp_path / "tok"), longest=600)
+    figures = vocabulary_figures(bpeforge.Tokenizer.load(tmp_path / "tok"), longest=600)
     partial = [t["token"] for t in figures["longest"] if t["token"].startswith("b'")]
     assert partial, "expected tokens that split a character"
     assert all("\\x" in token for token in partial)
 
 
 def test_documents_are_drawn_reproducibly_in_file_order(corpus):
-    drawn = inspection.draw_documents(corpus, SPECIAL, 5, seed=3)
-    assert len(drawn) == 5 and drawn == inspection.draw_documents(corpus, SPECIAL, 5, seed=3)
+    drawn = draw_documents(corpus, SPECIAL, 5, seed=3)
+    assert len(drawn) == 5 and drawn == draw_documents(corpus, SPECIAL, 5, seed=3)
     positions = [DOCUMENTS.index(doc) for doc in drawn]
     assert positions == sorted(positions)
-    assert inspection.draw_documents(corpus, SPECIAL, 1000) == DOCUMENTS
-    seen = {doc for seed in range(30) for doc in inspection.draw_documents(corpus, SPECIAL, 5, seed=seed)}
+    assert draw_documents(corpus, SPECIAL, 1000) == DOCUMENTS
+    seen = {doc for seed in range(30) for doc in draw_documents(corpus, SPECIAL, 5, seed=seed)}
     assert len(seen) > 25, "draws should reach most documents"
 
 
 def test_sampled_compression_is_over_the_drawn_documents(trained, corpus):
     tokenizer = bpeforge.Tokenizer.load(trained)
-    figures = inspection.sample_figures(tokenizer, corpus, documents=4, seed=1)
-    drawn = inspection.draw_documents(corpus, SPECIAL, 4, seed=1)
+    figures = sample_figures(tokenizer, corpus, documents=4, seed=1)
+    drawn = draw_documents(corpus, SPECIAL, 4, seed=1)
     size = sum(len(doc.encode()) for doc in drawn)
     assert figures.documents == 4
     assert figures.bytes_per_token == pytest.approx(size / sum(len(tokenizer.encode(d)) for d in drawn))

@@ -8,11 +8,11 @@ import random
 
 import bpeforge
 import pytest
-from bpeforge import io
+from bpeforge.formats.gpt2 import bytes_to_unicode, load_merges, load_special_tokens, load_vocab
 
 
 def test_byte_to_unicode_is_a_printable_bijection():
-    table = io.bytes_to_unicode()
+    table = bytes_to_unicode()
     assert sorted(table) == list(range(256))
     assert len(set(table.values())) == 256
     assert all(char.isprintable() and not char.isspace() for char in table.values())
@@ -36,7 +36,7 @@ def test_any_bytes_round_trip(tmp_path):
     vocab.update({256 + rank: left + right for rank, (left, right) in enumerate(merges)})
     bpeforge.save(vocab, merges, tmp_path / "tok", special_tokens=["<|endoftext|>"])
     assert bpeforge.load(tmp_path / "tok") == (vocab, merges)
-    assert io.load_special_tokens(tmp_path / "tok") == ["<|endoftext|>"]
+    assert load_special_tokens(tmp_path / "tok") == ["<|endoftext|>"]
 
 
 def test_two_ids_with_the_same_bytes_are_both_kept(tmp_path):
@@ -100,19 +100,19 @@ def test_malformed_merges_name_the_file_and_line(tmp_path):
     path = tmp_path / "merges.txt"
     path.write_text("#version: 0.2\nĠ t\nthree parts here\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"merges\.txt:3: expected two tokens"):
-        io.load_merges(path)
+        load_merges(path)
 
 
 def test_vocab_with_a_char_outside_the_byte_table_is_refused(tmp_path):
     path = tmp_path / "vocab.json"
     path.write_text(json.dumps({"a": 0, "☃": 1}), encoding="utf-8")
     with pytest.raises(ValueError, match="not a GPT-2 byte character"):
-        io.load_vocab(path)
+        load_vocab(path)
 
 
 def test_loads_gpt2s_own_files(gpt2_paths):
-    vocab = io.load_vocab(gpt2_paths[0])
-    merges = io.load_merges(gpt2_paths[1])
+    vocab = load_vocab(gpt2_paths[0])
+    merges = load_merges(gpt2_paths[1])
     assert len(vocab) == 50257 and len(merges) == 50000
     assert vocab[50256] == b"<|endoftext|>"
     assert vocab[220] == b" "  # GPT-2 does not put bytes at ids 0-255 in byte order
@@ -125,7 +125,7 @@ def test_loads_gpt2s_own_files(gpt2_paths):
 def test_output_files_get_the_umask_permissions_not_private_ones(tmp_path):
     # Staging files used to come from mkstemp (0600), and the rename kept that
     # mode: token arrays and count files others on a cluster could not read.
-    from bpeforge.npy import NpyWriter
+    from bpeforge.formats.npy import NpyWriter
 
     umask = os.umask(0o022)
     try:
@@ -134,7 +134,7 @@ def test_output_files_get_the_umask_permissions_not_private_ones(tmp_path):
         corpus = tmp_path / "c.txt"
         corpus.write_text("a b c")
         bpeforge.save_counts(bpeforge.count(corpus), tmp_path / "c.counts")
-        bpeforge.outputs.write_text_atomically(tmp_path / "t.json", "{}", overwrite=False)
+        bpeforge.formats.atomic.write_text_atomically(tmp_path / "t.json", "{}", overwrite=False)
     finally:
         os.umask(umask)
     for name in ("ids.npy", "c.counts", "t.json"):

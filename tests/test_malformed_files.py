@@ -36,7 +36,16 @@ from pathlib import Path
 
 import bpeforge
 import pytest
-from bpeforge import formats, io
+from bpeforge.formats.gpt2 import (
+    MERGES_FILE,
+    META_FILE,
+    VOCAB_FILE,
+    bytes_to_unicode,
+    encode_token,
+    load_merges,
+    load_vocab,
+)
+from bpeforge.formats.tiktoken_ranks import read_tiktoken_ranks
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
@@ -81,7 +90,7 @@ def valid_files() -> dict[str, bytes]:
     tok.save_hf(root / "tokenizer.json")
     tok.save_tiktoken(root / "ranks.tiktoken")
     bpeforge.save_counts(bpeforge.count(text, [SPECIAL]), root / "counts.bin")
-    files = {name: (directory / name).read_bytes() for name in (io.VOCAB_FILE, io.MERGES_FILE, io.META_FILE)}
+    files = {name: (directory / name).read_bytes() for name in (VOCAB_FILE, MERGES_FILE, META_FILE)}
     for name in ("tokenizer.json", "ranks.tiktoken", "counts.bin"):
         files[name] = (root / name).read_bytes()
     return files
@@ -93,9 +102,11 @@ def test_the_valid_files_load() -> None:
     directory = write_dir(SCRATCH / "ok", {})
     expected = bpeforge.Tokenizer.load(directory)
     assert expected.special_tokens == [SPECIAL]
-    assert formats.load_hf(write(SCRATCH / "tokenizer.json", valid["tokenizer.json"])).vocab == expected.vocab
+    assert (
+        bpeforge.Tokenizer.from_hf(write(SCRATCH / "tokenizer.json", valid["tokenizer.json"])).vocab == expected.vocab
+    )
     ranks = write(SCRATCH / "ranks.tiktoken", valid["ranks.tiktoken"])
-    assert formats.load_tiktoken(ranks, special_tokens=[SPECIAL]).vocab == expected.vocab
+    assert bpeforge.Tokenizer.from_tiktoken(ranks, special_tokens=[SPECIAL]).vocab == expected.vocab
     assert bpeforge.load_counts(write(SCRATCH / "counts.bin", valid["counts.bin"])).special_tokens == [SPECIAL]
 
 
@@ -112,7 +123,7 @@ def write_dir(directory: Path, changed: dict[str, bytes]) -> Path:
     """A tokenizer directory: the valid files, with `changed` ones replaced."""
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
-    for name in (io.VOCAB_FILE, io.MERGES_FILE, io.META_FILE):
+    for name in (VOCAB_FILE, MERGES_FILE, META_FILE):
         write(directory / name, changed.get(name, valid_files()[name]))
     return directory
 
@@ -275,7 +286,7 @@ def lines_mutations(data: bytes, line: st.SearchStrategy[str]) -> st.SearchStrat
 
 def token_text() -> st.SearchStrategy[str]:
     """Byte-level token text, or any text."""
-    gpt2_chars = "".join(io.bytes_to_unicode().values())
+    gpt2_chars = "".join(bytes_to_unicode().values())
     return st.one_of(st.text(gpt2_chars, min_size=1, max_size=4), st.text(max_size=4))
 
 
@@ -327,17 +338,17 @@ META_PATHS = [("format_version",), ("special_tokens",), ("special_tokens", 0), (
 @CASES
 @given(data=st.data())
 def test_load_vocab(data: st.DataObject) -> None:
-    original = valid_files()[io.VOCAB_FILE]
+    original = valid_files()[VOCAB_FILE]
     mutations = st.one_of(byte_mutations(original), vocab_mutations(original), json_mutations(original, []))
-    check_load(io.load_vocab, draw_file(data, mutations, SCRATCH / io.VOCAB_FILE))
+    check_load(load_vocab, draw_file(data, mutations, SCRATCH / VOCAB_FILE))
 
 
 @CASES
 @given(data=st.data())
 def test_load_merges(data: st.DataObject) -> None:
-    original = valid_files()[io.MERGES_FILE]
+    original = valid_files()[MERGES_FILE]
     mutations = st.one_of(byte_mutations(original), lines_mutations(original, merges_lines))
-    check_load(io.load_merges, draw_file(data, mutations, SCRATCH / io.MERGES_FILE), line_based=True)
+    check_load(load_merges, draw_file(data, mutations, SCRATCH / MERGES_FILE), line_based=True)
 
 
 # --- directories: bpeforge.load, Tokenizer.load -----------------------------------------
@@ -346,12 +357,12 @@ def test_load_merges(data: st.DataObject) -> None:
 def draw_dir(data: st.DataObject, directory: Path) -> Path:
     """A directory with one of its three files mutated."""
     valid = valid_files()
-    vocab, merges, meta = valid[io.VOCAB_FILE], valid[io.MERGES_FILE], valid[io.META_FILE]
-    name = data.draw(st.sampled_from([io.VOCAB_FILE, io.MERGES_FILE, io.META_FILE]))
+    vocab, merges, meta = valid[VOCAB_FILE], valid[MERGES_FILE], valid[META_FILE]
+    name = data.draw(st.sampled_from([VOCAB_FILE, MERGES_FILE, META_FILE]))
     mutations = {
-        io.VOCAB_FILE: st.one_of(byte_mutations(vocab), vocab_mutations(vocab)),
-        io.MERGES_FILE: st.one_of(byte_mutations(merges), lines_mutations(merges, merges_lines)),
-        io.META_FILE: st.one_of(byte_mutations(meta), json_mutations(meta, META_PATHS)),
+        VOCAB_FILE: st.one_of(byte_mutations(vocab), vocab_mutations(vocab)),
+        MERGES_FILE: st.one_of(byte_mutations(merges), lines_mutations(merges, merges_lines)),
+        META_FILE: st.one_of(byte_mutations(meta), json_mutations(meta, META_PATHS)),
     }[name]
     write_dir(directory, {})
     draw_file(data, mutations, directory / name)
@@ -370,7 +381,7 @@ def test_tokenizer_load_directory(data: st.DataObject) -> None:
     check_load(bpeforge.Tokenizer.load, draw_dir(data, SCRATCH / "tok"))
 
 
-@pytest.mark.parametrize("missing", [io.VOCAB_FILE, io.MERGES_FILE])
+@pytest.mark.parametrize("missing", [VOCAB_FILE, MERGES_FILE])
 def test_a_missing_or_unreadable_file_is_named(missing: str) -> None:
     directory = write_dir(SCRATCH / "tok", {})
     (directory / missing).unlink()
@@ -389,7 +400,7 @@ def test_a_missing_or_unreadable_file_is_named(missing: str) -> None:
 def test_load_hf(data: st.DataObject) -> None:
     original = valid_files()["tokenizer.json"]
     mutations = st.one_of(byte_mutations(original), json_mutations(original, HF_PATHS))
-    check_load(formats.load_hf, draw_file(data, mutations, SCRATCH / "tokenizer.json"))
+    check_load(bpeforge.Tokenizer.from_hf, draw_file(data, mutations, SCRATCH / "tokenizer.json"))
 
 
 # --- .tiktoken --------------------------------------------------------------------------------
@@ -404,48 +415,48 @@ def tiktoken_mutations() -> st.SearchStrategy[bytes]:
 @given(data=st.data())
 def test_read_tiktoken_ranks(data: st.DataObject) -> None:
     path = draw_file(data, tiktoken_mutations(), SCRATCH / "ranks.tiktoken")
-    check_load(formats.read_tiktoken_ranks, path, line_based=True)
+    check_load(read_tiktoken_ranks, path, line_based=True)
 
 
 @CASES
 @given(data=st.data())
 def test_load_tiktoken(data: st.DataObject) -> None:
-    check_load(formats.load_tiktoken, draw_file(data, tiktoken_mutations(), SCRATCH / "ranks.tiktoken"))
+    check_load(bpeforge.Tokenizer.from_tiktoken, draw_file(data, tiktoken_mutations(), SCRATCH / "ranks.tiktoken"))
 
 
 # --- explicit cases -------------------------------------------------------------------------
 
 
 def byte_vocab_json(extra: dict[str, object]) -> bytes:
-    entries = {io.encode_token(bytes([b])): b for b in range(256)} | extra
+    entries = {encode_token(bytes([b])): b for b in range(256)} | extra
     return json.dumps(entries).encode()
 
 
 EXPLICIT = {
     # name: (file name, content)
-    "vocab.json: not JSON": (io.VOCAB_FILE, b"{"),
-    "vocab.json: empty": (io.VOCAB_FILE, b""),
-    "vocab.json: invalid UTF-8": (io.VOCAB_FILE, b'{"\xff": 0}'),
-    "vocab.json: a list of numbers": (io.VOCAB_FILE, b"[1, 2]"),
-    "vocab.json: a list of lists": (io.VOCAB_FILE, b'[["a", 1, 2]]'),
-    "vocab.json: nested 100000 deep": (io.VOCAB_FILE, b"[" * 100_000 + b"]" * 100_000),
-    "vocab.json: id 2**32": (io.VOCAB_FILE, byte_vocab_json({"ab": 2**32})),
-    "vocab.json: id 2**70": (io.VOCAB_FILE, byte_vocab_json({"ab": 2**70})),
-    "vocab.json: id -1": (io.VOCAB_FILE, byte_vocab_json({"ab": -1})),
-    "vocab.json: a key twice, the same id": (io.VOCAB_FILE, b'{"a": 0,\n "a": 0}'),
-    "merges.txt: invalid UTF-8": (io.MERGES_FILE, b"#version: 0.2\na b\n\xff c\n"),
-    "merges.txt: a surrogate": (io.MERGES_FILE, b"#version: 0.2\n\xed\xa0\x80 b\n"),
-    "merges.txt: a merge whose result is not in the vocab": (io.MERGES_FILE, b"#version: 0.2\n\xc4\xa4 \xc4\xa4\n"),
-    "bpeforge.json: not JSON": (io.META_FILE, b"{"),
-    "bpeforge.json: invalid UTF-8": (io.META_FILE, b'{"\xff": 1}'),
-    "bpeforge.json: a list": (io.META_FILE, b"[]"),
-    "bpeforge.json: special_tokens 5": (io.META_FILE, b'{"format_version": 1, "special_tokens": 5}'),
-    "bpeforge.json: special_tokens null": (io.META_FILE, b'{"format_version": 1, "special_tokens": null}'),
-    "bpeforge.json: special_tokens [1]": (io.META_FILE, b'{"format_version": 1, "special_tokens": [1]}'),
-    'bpeforge.json: special_tokens [""]': (io.META_FILE, b'{"format_version": 1, "special_tokens": [""]}'),
-    "bpeforge.json: pattern 5": (io.META_FILE, b'{"format_version": 1, "pattern": 5}'),
-    'bpeforge.json: pattern "("': (io.META_FILE, b'{"format_version": 1, "pattern": "("}'),
-    "bpeforge.json: format_version twice": (io.META_FILE, b'{"format_version": 1, "format_version": 2}'),
+    "vocab.json: not JSON": (VOCAB_FILE, b"{"),
+    "vocab.json: empty": (VOCAB_FILE, b""),
+    "vocab.json: invalid UTF-8": (VOCAB_FILE, b'{"\xff": 0}'),
+    "vocab.json: a list of numbers": (VOCAB_FILE, b"[1, 2]"),
+    "vocab.json: a list of lists": (VOCAB_FILE, b'[["a", 1, 2]]'),
+    "vocab.json: nested 100000 deep": (VOCAB_FILE, b"[" * 100_000 + b"]" * 100_000),
+    "vocab.json: id 2**32": (VOCAB_FILE, byte_vocab_json({"ab": 2**32})),
+    "vocab.json: id 2**70": (VOCAB_FILE, byte_vocab_json({"ab": 2**70})),
+    "vocab.json: id -1": (VOCAB_FILE, byte_vocab_json({"ab": -1})),
+    "vocab.json: a key twice, the same id": (VOCAB_FILE, b'{"a": 0,\n "a": 0}'),
+    "merges.txt: invalid UTF-8": (MERGES_FILE, b"#version: 0.2\na b\n\xff c\n"),
+    "merges.txt: a surrogate": (MERGES_FILE, b"#version: 0.2\n\xed\xa0\x80 b\n"),
+    "merges.txt: a merge whose result is not in the vocab": (MERGES_FILE, b"#version: 0.2\n\xc4\xa4 \xc4\xa4\n"),
+    "bpeforge.json: not JSON": (META_FILE, b"{"),
+    "bpeforge.json: invalid UTF-8": (META_FILE, b'{"\xff": 1}'),
+    "bpeforge.json: a list": (META_FILE, b"[]"),
+    "bpeforge.json: special_tokens 5": (META_FILE, b'{"format_version": 1, "special_tokens": 5}'),
+    "bpeforge.json: special_tokens null": (META_FILE, b'{"format_version": 1, "special_tokens": null}'),
+    "bpeforge.json: special_tokens [1]": (META_FILE, b'{"format_version": 1, "special_tokens": [1]}'),
+    'bpeforge.json: special_tokens [""]': (META_FILE, b'{"format_version": 1, "special_tokens": [""]}'),
+    "bpeforge.json: pattern 5": (META_FILE, b'{"format_version": 1, "pattern": 5}'),
+    'bpeforge.json: pattern "("': (META_FILE, b'{"format_version": 1, "pattern": "("}'),
+    "bpeforge.json: format_version twice": (META_FILE, b'{"format_version": 1, "format_version": 2}'),
 }
 
 
@@ -477,22 +488,23 @@ HF_EXPLICIT = {
 
 @pytest.mark.parametrize("name", HF_EXPLICIT)
 def test_explicit_malformed_tokenizer_json(name: str) -> None:
-    check_load(formats.load_hf, write(SCRATCH / "tokenizer.json", HF_EXPLICIT[name]()))
+    check_load(bpeforge.Tokenizer.from_hf, write(SCRATCH / "tokenizer.json", HF_EXPLICIT[name]()))
 
 
 @pytest.mark.parametrize("rank", [2**32, 2**70])
 def test_explicit_tiktoken_rank_beyond_u32(rank: int) -> None:
     line = base64.b64encode(NEW_MERGE).decode() + f" {rank}\n"
     check_load(
-        formats.load_tiktoken, write(SCRATCH / "ranks.tiktoken", valid_files()["ranks.tiktoken"] + line.encode())
+        bpeforge.Tokenizer.from_tiktoken,
+        write(SCRATCH / "ranks.tiktoken", valid_files()["ranks.tiktoken"] + line.encode()),
     )
 
 
 def test_special_tokens_given_as_a_string_are_refused() -> None:
     """`"special_tokens": "<|endoftext|>"` must not load as 13 one-character special tokens."""
-    meta = json.loads(valid_files()[io.META_FILE]) | {"special_tokens": SPECIAL}
-    directory = write_dir(SCRATCH / "tok", {io.META_FILE: json.dumps(meta).encode()})
-    with pytest.raises(ValueError, match=re.escape(str(directory / io.META_FILE))):
+    meta = json.loads(valid_files()[META_FILE]) | {"special_tokens": SPECIAL}
+    directory = write_dir(SCRATCH / "tok", {META_FILE: json.dumps(meta).encode()})
+    with pytest.raises(ValueError, match=re.escape(str(directory / META_FILE))):
         bpeforge.Tokenizer.load(directory)
 
 
@@ -506,10 +518,9 @@ _CHILD = textwrap.dedent(
     import json, resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))
     import bpeforge
-    from bpeforge import formats
 
     LOADERS = {"load_counts": bpeforge.load_counts, "Tokenizer.load": bpeforge.Tokenizer.load,
-               "load_hf": formats.load_hf, "load_tiktoken": formats.load_tiktoken}
+               "load_hf": bpeforge.Tokenizer.from_hf, "load_tiktoken": bpeforge.Tokenizer.from_tiktoken}
     for loader, path in json.load(sys.stdin):
         print(json.dumps({"path": path, "started": True}), flush=True)
         start = time.monotonic()
@@ -577,8 +588,8 @@ def test_huge_ids_in_a_child_process(token_id: int) -> None:
     """One token with a huge id: refused (or loaded) in bounded memory, never a crash."""
     valid = valid_files()
     root = SCRATCH / f"huge-{token_id}"
-    vocab = json.loads(valid[io.VOCAB_FILE]) | {"ĠĠĠ": token_id}
-    directory = write_dir(root / "tok", {io.VOCAB_FILE: json.dumps(vocab).encode()})
+    vocab = json.loads(valid[VOCAB_FILE]) | {"ĠĠĠ": token_id}
+    directory = write_dir(root / "tok", {VOCAB_FILE: json.dumps(vocab).encode()})
     hf = hf_with(lambda d: d["model"]["vocab"].update({"ĠĠĠ": token_id}))
     line = base64.b64encode(NEW_MERGE).decode() + f" {token_id}\n"
     cases = [

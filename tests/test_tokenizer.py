@@ -26,7 +26,8 @@ import bpeforge
 import bpeforge.tokenizer as tokenizer_module
 import pytest
 import regex
-from bpeforge import Tokenizer, io
+from bpeforge import Tokenizer
+from bpeforge.formats.gpt2 import load_vocab
 from conftest import CS336_TEXTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -49,7 +50,7 @@ HYPOTHESIS = {"derandomize": True, "deadline": None, "database": None}
 def tiktoken_gpt2(gpt2_paths):
     """tiktoken's `gpt2` encoding, from the fixture files instead of a download."""
     tiktoken = pytest.importorskip("tiktoken")
-    vocab = io.load_vocab(gpt2_paths[0])
+    vocab = load_vocab(gpt2_paths[0])
     return tiktoken.Encoding(
         name="gpt2-local",
         pat_str=GPT2_PATTERN,
@@ -639,7 +640,7 @@ def test_lookups_agree_with_the_vocab_file(gpt2, gpt2_paths):
     assert gpt2.id_to_token(50256) == b"<|endoftext|>"
     assert gpt2.token_to_id(SPECIAL) == 50256
     assert gpt2.vocab_size == len(raw) == 50257
-    vocab = io.load_vocab(gpt2_paths[0])
+    vocab = load_vocab(gpt2_paths[0])
     for token_id, token in vocab.items():
         assert gpt2.id_to_token(token_id) == token
         assert gpt2.token_to_id(token) == token_id

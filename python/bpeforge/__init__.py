@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from bpeforge._core import PATTERNS
 from bpeforge._core import pretokenize as _pretokenize
 from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
-from bpeforge.io import load
+from bpeforge.formats.gpt2 import load
 from bpeforge.patterns import normalize_pattern
 from bpeforge.tokenizer import Tokenizer, save
 from bpeforge.train import TrainingNote, TrainResult, TrainStats, train, train_bpe, train_from_iterator

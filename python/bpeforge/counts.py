@@ -14,9 +14,9 @@ from pathlib import Path
 
 from bpeforge import _core
 from bpeforge import extend as _extend
+from bpeforge.formats.atomic import check_output, replaced_atomically
 from bpeforge.inputs import RecordOptions, count_inputs, expand, warn_skipped
 from bpeforge.open_tokenizer import TokenizerSource
-from bpeforge.outputs import check_output, replaced_atomically
 from bpeforge.patterns import normalize_pattern
 from bpeforge.progress import progress_bars
 from bpeforge.train import (

@@ -24,6 +24,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from bpeforge.formats.atomic import check_output, open_atomically
+from bpeforge.formats.npy import NpyWriter
 from bpeforge.inputs import (
     BATCH_CHARS,
     COMPRESSIONS,
@@ -35,8 +37,6 @@ from bpeforge.inputs import (
     parquet_texts,
     warn_skipped,
 )
-from bpeforge.npy import NpyWriter
-from bpeforge.outputs import check_output, open_atomically
 from bpeforge.progress import ProgressBars, progress_bars
 from bpeforge.tokenizer import Tokenizer
 

@@ -14,11 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Union
 
-from bpeforge import io
+from bpeforge.formats.gpt2 import MERGES_FILE, VOCAB_FILE
+from bpeforge.formats.hf import HF_FILE
 from bpeforge.tiktoken import Encoding, get_encoding, list_encoding_names
 from bpeforge.tokenizer import Tokenizer
-
-HF_FILE = "tokenizer.json"  # as formats.HF_FILE (formats imports the tokenizer; this module stays below it)
 
 TokenizerSource = Union[Tokenizer, Encoding, str, "os.PathLike[str]"]
 
@@ -52,13 +51,11 @@ def open_tokenizer(
                 f"{path}: a .tiktoken file does not record its pre-tokenizer; give its pattern "
                 "(e.g. pattern='o200k' for o200k_base, 'cl100k' for cl100k_base)"
             )
-        from bpeforge.formats import load_tiktoken
-
-        return load_tiktoken(path, pattern, list(special_tokens or []))
+        return Tokenizer.from_tiktoken(path, pattern, list(special_tokens or []))
     if kind is None:
         raise ValueError(
             f"cannot tell what tokenizer {path} is: give a directory written by `bpeforge train` (or with "
-            f"{io.VOCAB_FILE} and {io.MERGES_FILE}), a {HF_FILE} (or a directory holding one), or a .tiktoken file"
+            f"{VOCAB_FILE} and {MERGES_FILE}), a {HF_FILE} (or a directory holding one), or a .tiktoken file"
         )
     what = f"{path} ({kind})"
     _refuse_overrides(None, pattern, special_tokens, what)
@@ -75,7 +72,7 @@ def is_tiktoken_file(source: object) -> bool:
 def tokenizer_kind(path: Path) -> str | None:
     """ "gpt2" (a bpeforge or GPT-2 directory), "hf" or "tiktoken"; None if the name and contents do not tell."""
     if path.is_dir():
-        if (path / io.VOCAB_FILE).is_file() and (path / io.MERGES_FILE).is_file():
+        if (path / VOCAB_FILE).is_file() and (path / MERGES_FILE).is_file():
             return "gpt2"
         return "hf" if (path / HF_FILE).is_file() else None
     return {".json": "hf", ".tiktoken": "tiktoken"}.get(path.suffix.lower())

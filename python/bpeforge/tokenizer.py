@@ -16,15 +16,17 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from bpeforge import _core, io
+from bpeforge import _core
 from bpeforge.arguments import check_positive
+from bpeforge.formats import gpt2, hf, tiktoken_ranks
 from bpeforge.patterns import normalize_pattern
+from bpeforge.special_policy import SpecialPolicy
 from bpeforge.streaming import stable_chunks
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from bpeforge.tiktoken.specials import SpecialPolicy
+    from bpeforge.formats.parts import TokenizerParts
 
 # encode_iterable encodes once this many characters are buffered, up to the
 # last point where more text cannot change the ids. Small enough that memory
@@ -85,7 +87,7 @@ class Tokenizer:
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
-        vocab, merges = io.load_vocab(vocab_filepath), io.load_merges(merges_filepath)
+        vocab, merges = gpt2.load_vocab(vocab_filepath), gpt2.load_merges(merges_filepath)
         try:
             return cls(vocab, merges, special_tokens, pattern=pattern, cache_size=cache_size)
         except ValueError as err:
@@ -94,19 +96,17 @@ class Tokenizer:
     @classmethod
     def load(cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Load a directory written by `bpeforge.save` / `bpeforge train`, special tokens included."""
-        vocab, merges = io.load(directory)
-        meta = io.load_meta(directory)
+        vocab, merges = gpt2.load(directory)
+        meta = gpt2.load_meta(directory)
         try:
             return cls(vocab, merges, meta["special_tokens"], pattern=meta["pattern"], cache_size=cache_size)
         except ValueError as err:
             raise ValueError(f"{directory}: {err}") from None
 
     @classmethod
-    def from_hf(cls, path: str | os.PathLike[str]) -> Tokenizer:
-        """Load an HF `tokenizer.json` (byte-level BPE, GPT-2 pre-tokenizer); see `bpeforge.formats`."""
-        from bpeforge.formats import load_hf
-
-        return load_hf(path)
+    def from_hf(cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+        """Load an HF `tokenizer.json` (byte-level BPE, GPT-2 pre-tokenizer); see `bpeforge.formats.hf`."""
+        return cls._from_parts(hf.load_hf(path), path, cache_size)
 
     @classmethod
     def from_tiktoken(
@@ -114,15 +114,24 @@ class Tokenizer:
         path: str | os.PathLike[str],
         pattern: str = "gpt2",
         special_tokens: Iterable[str] | dict[str, int] | None = None,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
         """Load a tiktoken ranks file (`base64 rank` lines); merges are recovered from the ranks."""
-        from bpeforge.formats import load_tiktoken
+        return cls._from_parts(tiktoken_ranks.load_tiktoken(path, pattern, special_tokens), path, cache_size)
 
-        return load_tiktoken(path, pattern, special_tokens)
+    @classmethod
+    def _from_parts(cls, parts: TokenizerParts, path: str | os.PathLike[str], cache_size: int) -> Tokenizer:
+        """The tokenizer a file holds; what the constructor refuses (a byte or a merge result missing from
+        the vocab, say) is reported with the file's name."""
+        try:
+            return cls(parts.vocab, parts.merges, parts.special_tokens, pattern=parts.pattern, cache_size=cache_size)
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
 
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the directory `Tokenizer.load` reads back: `vocab.json`, `merges.txt`, `bpeforge.json`."""
-        return io.write_tokenizer_directory(
+        return gpt2.write_tokenizer_directory(
             self._vocab,
             self._merges,
             directory,
@@ -142,16 +151,13 @@ class Tokenizer:
     ) -> Path:
         """Write for HF with the same ids: `path` ending in `.json` is one `tokenizer.json`; any other path
         a directory for `transformers.AutoTokenizer.from_pretrained` (tokenizer.json, tokenizer_config.json,
-        special_tokens_map.json; eos defaults to `<|endoftext|>` when special). See `bpeforge.formats.save_hf`."""
-        from bpeforge.formats import save_hf
-
-        return save_hf(self, path, overwrite=overwrite, eos_token=eos_token, bos_token=bos_token, pad_token=pad_token)
+        special_tokens_map.json; eos defaults to `<|endoftext|>` when special). See `bpeforge.formats.hf`."""
+        roles = {"eos_token": eos_token, "bos_token": bos_token, "pad_token": pad_token}
+        return hf.save_hf(self, path, overwrite=overwrite, **roles)
 
     def save_tiktoken(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """Write a tiktoken ranks file (specials are not part of that format; tiktoken takes them apart)."""
-        from bpeforge.formats import save_tiktoken
-
-        save_tiktoken(self, path, overwrite=overwrite)
+        tiktoken_ranks.save_tiktoken(self, path, overwrite=overwrite)
 
     def encode(
         self,
@@ -177,7 +183,6 @@ class Tokenizer:
 
     @functools.cached_property
     def _special_policy(self) -> SpecialPolicy:
-        from bpeforge.tiktoken.specials import SpecialPolicy
 
         return SpecialPolicy(self._special_tokens)
 
@@ -425,11 +430,11 @@ def save(
     if not isinstance(vocab, dict):
         raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
     merges = list(merges)
-    io.check_types(vocab, merges)
+    gpt2.check_types(vocab, merges)
     specials = _specials_to_save(vocab, merges, special_tokens)
     pattern = _pattern_to_save(vocab, pattern)
     tokenizer = Tokenizer(vocab, merges, specials, pattern=pattern)  # what load will build: checks it all
-    return io.write_tokenizer_directory(
+    return gpt2.write_tokenizer_directory(
         vocab, tokenizer._merges, directory, special_tokens=specials, pattern=tokenizer.pattern, overwrite=overwrite
     )
 

@@ -28,9 +28,9 @@ import numpy as np
 import ray
 
 from bpeforge.encode_files import choose_dtype
-from bpeforge.io import read_json
-from bpeforge.npy import NpyWriter
-from bpeforge.outputs import check_apart_from_inputs, check_output, write_text_atomically
+from bpeforge.formats.atomic import check_apart_from_inputs, check_output, write_text_atomically
+from bpeforge.formats.gpt2 import read_json
+from bpeforge.formats.npy import NpyWriter
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all

@@ -16,9 +16,10 @@ import os
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
-from bpeforge.formats import merges_from_ranks
+from bpeforge.formats.tiktoken_ranks import merges_from_ranks
+from bpeforge.special_policy import SpecialPolicy
+from bpeforge.tiktoken.encode_bytes import encode_bytes
 from bpeforge.tiktoken.patterns import pattern_for
-from bpeforge.tiktoken.specials import SpecialPolicy, fix_surrogates
 from bpeforge.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -242,32 +243,27 @@ class Encoding:
 
     def _encode_bytes(self, text: bytes) -> list[int]:
         """The ids of bytes that may not be UTF-8, as tiktoken gives them: see `encode_bytes.py`."""
-        from bpeforge.tiktoken.encode_bytes import encode_bytes
-
         return encode_bytes(self, text)
 
-    # Pickling: an encoding from `get_encoding` pickles as its name, any other
-    # as its definition; the Rust tables are rebuilt on load.
+    # Pickling: an encoding from `get_encoding` pickles as that call (the registry sets `_pickled_as`, so
+    # this module never imports the registry), any other as its definition; the Rust tables are rebuilt
+    # on load.
+    _pickled_as: tuple[Any, tuple[str]] | None = None
 
-    def __getstate__(self) -> object:
-        from bpeforge.tiktoken.registry import ENCODINGS
-
-        if ENCODINGS.get(self.name) is self:
-            return self.name
-        return {
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self._pickled_as is not None:
+            return self._pickled_as
+        definition = {
             "name": self.name,
             "pat_str": self._pat_str,
             "mergeable_ranks": self._mergeable_ranks,
             "special_tokens": self._special_tokens,
         }
+        return _from_definition, (definition,)
 
-    def __setstate__(self, value: object) -> None:
-        from bpeforge.tiktoken.registry import get_encoding
 
-        if isinstance(value, str):
-            self.__dict__ = get_encoding(value).__dict__
-            return
-        self.__init__(**value)
+def _from_definition(definition: dict[str, Any]) -> Encoding:
+    return Encoding(**definition)
 
 
 def _tokenizer_of(ranks: dict[bytes, int], special_tokens: dict[str, int], pattern: str) -> Tokenizer:
@@ -305,3 +301,9 @@ def _unknown_id(core: Any, tokens: Sequence[int], err: Exception) -> object:
         except (OverflowError, TypeError):
             return token
     return err
+
+
+def fix_surrogates(text: str) -> str:
+    """`text` with surrogate pairs joined and lone surrogates replaced by U+FFFD, as tiktoken does
+    before encoding a str that is not valid Unicode (the core takes UTF-8)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

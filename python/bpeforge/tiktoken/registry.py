@@ -102,7 +102,9 @@ def get_encoding(encoding_name: str) -> Encoding:
                     f"Unknown encoding {encoding_name}. bpeforge.tiktoken ships {', '.join(ENCODING_CONSTRUCTORS)}; "
                     "for another, build an Encoding from its rank file (see docs/tiktoken.md)"
                 )
-            ENCODINGS[encoding_name] = Encoding(**ENCODING_CONSTRUCTORS[encoding_name]())
+            encoding = Encoding(**ENCODING_CONSTRUCTORS[encoding_name]())
+            encoding._pickled_as = (get_encoding, (encoding_name,))  # pickles as its name
+            ENCODINGS[encoding_name] = encoding
         return ENCODINGS[encoding_name]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bpeforge.outputs import replaced_atomically
+from bpeforge.formats.atomic import replaced_atomically
 
 
 def plot_length_histogram(histogram: dict[str, int], path: Path, *, title: str) -> Path:

@@ -1,13 +1,11 @@
-"""Export to and import from the formats other tools read: HF `tokenizer.json` and tiktoken ranks.
+"""HF `tokenizer.json` (`save_hf`, `load_hf`): the format of HF `tokenizers` and `transformers`.
 
-GPT-2's `vocab.json` + `merges.txt` is `bpeforge.io` (`bpeforge.save`, `Tokenizer.load`).
+GPT-2's `vocab.json` + `merges.txt` is `bpeforge.formats.gpt2`, tiktoken ranks `tiktoken_ranks`.
 Every export refuses, with a ValueError that says why, a tokenizer the other
 tool would encode differently, rather than writing a file that gives other ids.
 Files are written atomically (a temporary sibling, then a rename), and an
 existing file is replaced only with `overwrite=True`.
 
-HF `tokenizer.json` (`save_hf`, `load_hf`)
-------------------------------------------
 Laid out field for field as HF `tokenizers` writes a GPT-2 tokenizer, with:
 
 - `model`: `BPE` with `ignore_merges: false` (merges apply by rank even to a
@@ -58,51 +56,29 @@ another post-processor (it adds tokens),
 tokens with strip or single-word rules, or an added token whose id HF would not
 give it. Added tokens that are not `special` are loaded as special tokens too:
 both are matched in the text before pre-tokenization.
-
-tiktoken ranks (`save_tiktoken`, `load_tiktoken`)
--------------------------------------------------
-One line per token, `base64(token bytes) rank`, in rank order, as
-`tiktoken.load.load_tiktoken_bpe` reads. The rank is the bpeforge id. Special
-tokens are not in the file (tiktoken keeps them apart): give them to
-`tiktoken.Encoding(..., special_tokens={token: id})`, and to
-`load_tiktoken(path, special_tokens=...)` to get them back; `tiktoken_special_tokens`
-gives the dict, and refuses a special token that is a prefix of another:
-tiktoken does not match special tokens longest first (it tries them in
-hash-map order). Note that `tiktoken.load.load_tiktoken_bpe` caches files by path:
-set `TIKTOKEN_CACHE_DIR=""` when a file is rewritten in place.
-
-tiktoken has no merge list: it merges the adjacent pair whose concatenation has
-the lowest rank. That matches bpeforge's merges only when ranks follow merge
-order, so `save_tiktoken` requires: every ordinary token is one of the 256 bytes
-or the result of a merge, no two ids share bytes, merge results have
-increasing ids in merge order, and the merges recovered from the ranks (below)
-are exactly the tokenizer's. GPT-2 passes, and so does training output (ids
-`256 + rank`) unless two of its merges spell the same bytes. The tests compare
-tiktoken's ids with bpeforge's on generated text for both.
-
-`load_tiktoken` recovers the merges as tiktoken's own loaders do: for each token
-of more than one byte, in rank order, BPE over its bytes using only tokens of
-lower rank must leave exactly two parts; they are its merge.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import os
-import re
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any
 
 from bpeforge import _core
-from bpeforge.io import TOKENIZER_FILES, decode_token, encode_token, read_json
-from bpeforge.outputs import write_directory_atomically, write_text_atomically
-from bpeforge.tokenizer import Tokenizer
+from bpeforge.formats.atomic import write_directory_atomically, write_text_atomically
+from bpeforge.formats.gpt2 import TOKENIZER_FILES, decode_token, encode_token, read_json
+from bpeforge.formats.oniguruma import from_onig_regex, onig_regex
+from bpeforge.formats.parts import (
+    PathLike,
+    TokenizerParts,
+    check_unique_bytes,
+    first_duplicate,
+    ordinary_tokens,
+    special_ids,
+)
 
-PathLike = Union[str, "os.PathLike[str]"]
-Merges = list[tuple[bytes, bytes]]
+if TYPE_CHECKING:
+    from bpeforge.tokenizer import Tokenizer
 
 # The GPT-2 pre-tokenizer regex (the `pat_str` of tiktoken's `gpt2` encoding).
 PATTERNS = dict(_core.PATTERNS)  # preset name -> regex: gpt2, cl100k, o200k, llama3, qwen2
@@ -118,11 +94,6 @@ _HF_MODEL_DEFAULTS = {
     "byte_fallback": False,
     "ignore_merges": False,
 }
-
-
-# --------------------------------------------------------------------------
-# HF tokenizer.json
-# --------------------------------------------------------------------------
 
 
 def save_hf(
@@ -189,7 +160,7 @@ def _hf_tokenizer_config(tokenizer: Tokenizer, roles: dict[str, str]) -> dict[st
     would change the text that encode and decode give)."""
     added = {
         str(token_id): {key: value for key, value in _hf_added_token(token, token_id).items() if key != "id"}
-        for token, token_id in _special_ids(tokenizer).items()
+        for token, token_id in special_ids(tokenizer).items()
     }
     return {
         "added_tokens_decoder": added,
@@ -206,7 +177,7 @@ def _json_text(document: dict[str, Any]) -> str:
 
 def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
     """The `tokenizer.json` content for `tokenizer`, as a JSON-ready dict."""
-    specials = _special_ids(tokenizer)
+    specials = special_ids(tokenizer)
     return {
         "version": "1.0",
         "truncation": None,
@@ -252,46 +223,7 @@ def hf_pre_tokenizer(pattern: str) -> dict[str, Any]:
     }
 
 
-# A quantified atom followed by a possessive interval, `X{n,m}+`: possessive in Python's `regex` and
-# fancy-regex, but in Oniguruma (Ruby syntax) `X{n,m}` repeated one or more times.
-_POSSESSIVE_INTERVAL = re.compile(
-    r"(\\p\{\w+\}|\\.|\[(?:\\.|[^\]\\])*\]|\((?:\\.|[^()\\])*\)|[^\\()\[\]{}])(\{\d+(?:,\d*)?\})\+"
-)
-
-
-def onig_regex(source: str) -> str:
-    r"""`source` (bpeforge's regex syntax) as Oniguruma, HF's engine, reads it with the same matches: `$`
-    outside a class is end of text in bpeforge but end of line in Oniguruma, so it becomes `\z`; `X{n,m}+`
-    (possessive) becomes the atomic group `(?>X{n,m})`. `from_onig_regex` undoes both. Checked on every
-    preset and the corpora by tests/test_hf_export.py; other constructs are passed through as they are."""
-    return _POSSESSIVE_INTERVAL.sub(r"(?>\1\2)", _swap_outside_classes(source, "$", r"\z"))
-
-
-def from_onig_regex(source: str) -> str:
-    """`onig_regex` undone: the regex as bpeforge saved it (`\\z` and `(?>X{n,m})` mean the same in
-    bpeforge's engine, so a regex that had them to begin with keeps its meaning)."""
-    return _ATOMIC_INTERVAL.sub(r"\1\2+", _swap_outside_classes(source, r"\z", "$"))
-
-
-_ATOMIC_INTERVAL = re.compile(r"\(\?>" + _POSSESSIVE_INTERVAL.pattern[:-2] + r"\)")
-
-
-def _swap_outside_classes(source: str, old: str, new: str) -> str:
-    """`source` with the token `old` (`$` or an escape) replaced by `new` wherever it stands outside a
-    character class; escapes are read as one token each."""
-    out, in_class, i = [], False, 0
-    while i < len(source):
-        token = source[i : i + 2] if source[i] == "\\" else source[i]
-        if token == "[" and not in_class:
-            in_class = True
-        elif token == "]" and in_class:
-            in_class = False
-        out.append(new if token == old and not in_class else token)
-        i += len(token)
-    return "".join(out)
-
-
-def load_hf(path: PathLike) -> Tokenizer:
+def load_hf(path: PathLike) -> TokenizerParts:
     """Load an HF `tokenizer.json` of a byte-level BPE with GPT-2's pre-tokenizer.
 
     Raises ValueError, naming the field, for a file whose tokenizer would
@@ -315,19 +247,7 @@ def load_hf(path: PathLike) -> Tokenizer:
     specials = _hf_specials(added_tokens, vocab_text, where)
     vocab = _hf_vocab_bytes(vocab_text, specials, where)
     merges = [_hf_merge(merge, rank, where) for rank, merge in enumerate(listed_merges)]
-    try:
-        return Tokenizer(vocab, merges, list(specials), pattern=pattern)
-    except ValueError as err:  # e.g. a byte or a merge result missing from the vocab
-        raise ValueError(f"{where}{err}") from None
-
-
-def _special_ids(tokenizer: Tokenizer) -> dict[str, int]:
-    ids = {}
-    for token in tokenizer.special_tokens:
-        token_id = tokenizer.token_to_id(token)
-        assert token_id is not None, "Tokenizer puts every special token in its vocab"
-        ids[token] = token_id
-    return ids
+    return TokenizerParts(vocab, merges, list(specials), pattern)
 
 
 def _hf_added_token(token: str, token_id: int) -> dict[str, Any]:
@@ -345,8 +265,8 @@ def _hf_added_token(token: str, token_id: int) -> dict[str, Any]:
 def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:
     """Token text -> id, ids in order; a special token under its own text."""
     vocab = tokenizer.vocab
-    _check_unique_bytes(vocab, "tokenizer.json maps each token text to one id", "as tokenizer.json")
-    ordinary = _ordinary_tokens(tokenizer)
+    check_unique_bytes(vocab, "tokenizer.json maps each token text to one id", "as tokenizer.json")
+    ordinary = ordinary_tokens(tokenizer)
     special_of = {token_id: token for token, token_id in specials.items()}
     texts: dict[str, int] = {}
     for token_id in sorted(vocab):
@@ -366,33 +286,6 @@ def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:
             )
         texts[text] = token_id
     return texts
-
-
-def _ordinary_tokens(tokenizer: Tokenizer) -> set[bytes]:
-    """The tokens BPE can produce: the 256 bytes and every merge result."""
-    return {bytes([b]) for b in range(256)} | {left + right for left, right in tokenizer.merges}
-
-
-def _check_unique_bytes(vocab: Mapping[int, bytes], reason: str, target: str) -> None:
-    """Refuse to export a vocabulary where two ids share bytes, which `target` cannot hold."""
-    duplicate = _first_duplicate(vocab)
-    if duplicate:
-        first, second, token = duplicate
-        raise ValueError(
-            f"ids {first} and {second} are both {token!r} (two merges that spell the same bytes, see "
-            f"docs/format.md), but {reason}; this tokenizer cannot be exported {target}"
-        )
-
-
-def _first_duplicate(vocab: Mapping[int, bytes]) -> tuple[int, int, bytes] | None:
-    """The first two ids (in id order) with the same bytes, and the bytes."""
-    first: dict[bytes, int] = {}
-    for token_id in sorted(vocab):
-        token = vocab[token_id]
-        if token in first:
-            return first[token], token_id, token
-        first[token] = token_id
-    return None
 
 
 def _check_hf_pipeline(doc: dict[str, Any], where: str) -> str:
@@ -511,7 +404,7 @@ def _hf_vocab_bytes(vocab_text: dict[str, int], specials: dict[str, int], where:
             if token_id in vocab:
                 raise ValueError(f"{where}HF gives added token {content!r} id {token_id}, which model.vocab also uses")
             vocab[token_id] = content.encode("utf-8")
-    duplicate = _first_duplicate(vocab)
+    duplicate = first_duplicate(vocab)
     if duplicate:
         first, second, token = duplicate
         raise ValueError(
@@ -526,183 +419,3 @@ def _hf_merge(merge: Any, rank: int, where: str) -> tuple[bytes, bytes]:
     if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
         raise ValueError(f"{where}merge {rank} is {merge!r}; expected 'left right' or [left, right]")
     return decode_token(parts[0], where=where), decode_token(parts[1], where=where)
-
-
-# --------------------------------------------------------------------------
-# tiktoken ranks
-# --------------------------------------------------------------------------
-
-
-def save_tiktoken(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = False) -> Path:
-    """Write the ordinary tokens of `tokenizer` as a tiktoken ranks file (rank = id).
-
-    Special tokens are not written (tiktoken keeps them apart: pass
-    `special_tokens=tiktoken_special_tokens(tokenizer)` to `tiktoken.Encoding`,
-    and `special_tokens=` to `load_tiktoken`). Raises ValueError when tiktoken, which merges by the
-    rank of the merged token, would encode differently (see the module docstring).
-    """
-    ranks = tiktoken_ranks(tokenizer)
-    lines = [f"{base64.b64encode(token).decode('ascii')} {rank}\n" for token, rank in ranks.items()]
-    return write_text_atomically(Path(path), "".join(lines), overwrite=overwrite)
-
-
-def tiktoken_ranks(tokenizer: Tokenizer) -> dict[bytes, int]:
-    """The `mergeable_ranks` of a tiktoken encoding with the ids of `tokenizer`, in rank order.
-
-    Raises ValueError if tiktoken would encode differently with them.
-    """
-    ordinary = _ordinary_tokens(tokenizer)
-    specials = set(_special_ids(tokenizer).values())
-    vocab = {i: token for i, token in tokenizer.vocab.items() if i not in specials or token in ordinary}
-    _check_unique_bytes(vocab, "tiktoken has one rank per token", "as tiktoken ranks")
-    for token_id in sorted(vocab):
-        if vocab[token_id] not in ordinary:
-            raise ValueError(
-                f"token {vocab[token_id]!r} (id {token_id}) is neither a byte nor made by a merge, so bpeforge never "
-                "produces it, but tiktoken would; drop it from the vocab or make it a special token"
-            )
-    ranks = {vocab[i]: i for i in sorted(vocab)}
-    _check_merge_order(tokenizer.merges, ranks)
-    _check_recovered_merges(tokenizer.merges, merges_from_ranks(ranks))
-    return ranks
-
-
-def tiktoken_special_tokens(tokenizer: Tokenizer) -> dict[str, int]:
-    """The `special_tokens` argument of `tiktoken.Encoding` for `tokenizer`.
-
-    Raises ValueError when one special token is a prefix of another: tiktoken
-    then matches whichever its hash map lists first, not the longest as
-    bpeforge and HF do, so some texts would get other ids.
-    """
-    specials = _special_ids(tokenizer)
-    for short in specials:
-        for long in specials:
-            if short != long and long.startswith(short):
-                raise ValueError(
-                    f"special token {short!r} is a prefix of {long!r}; tiktoken does not match special tokens longest "
-                    f"first, so it may encode {long!r} as {short!r} and text. Pass tiktoken only one of them"
-                )
-    return specials
-
-
-def _check_merge_order(merges: Merges, ranks: dict[bytes, int]) -> None:
-    made_by: dict[bytes, int] = {}
-    previous = -1
-    for rank, (left, right) in enumerate(merges):
-        token_id = ranks[left + right]
-        if left + right in made_by:
-            raise ValueError(
-                f"merges {made_by[left + right]} and {rank} both make {left + right!r}; tiktoken has one rank per "
-                "token, so this tokenizer cannot be exported as tiktoken ranks"
-            )
-        made_by[left + right] = rank
-        if token_id <= previous:
-            raise ValueError(
-                f"merge {rank} ({left!r} + {right!r}) makes id {token_id}, not above the id {previous} of the "
-                "merge before it; tiktoken applies merges in the order of their ids, so renumber the merge results "
-                "in merge order (as training does: 256 + rank)"
-            )
-        previous = token_id
-
-
-def _check_recovered_merges(merges: Merges, recovered: Merges) -> None:
-    for rank, (ours, theirs) in enumerate(zip(merges, recovered)):
-        if ours != theirs:
-            raise ValueError(
-                f"merge {rank} is {ours[0]!r} + {ours[1]!r}, but tiktoken, which merges by the rank of the merged "
-                f"token, would build {ours[0] + ours[1]!r} from {theirs[0]!r} + {theirs[1]!r}; this tokenizer cannot "
-                "be exported as tiktoken ranks"
-            )
-
-
-def load_tiktoken(
-    path: PathLike,
-    pattern: str = "gpt2",
-    special_tokens: Iterable[str] | Mapping[str, int] | None = None,
-) -> Tokenizer:
-    """Load a tiktoken ranks file: ids are the ranks, merges are recovered from them.
-
-    A ranks file holds no special tokens: pass them as a list (appended after
-    the largest rank, in order) or as `{token: id}` (tiktoken's
-    `special_tokens`, e.g. `{"<|endoftext|>": 50256}`). A ranks file holds
-    no pattern either: `pattern` is a preset ("gpt2", "cl100k", "o200k", "llama3", "qwen2") or
-    the encoding's regex.
-    """
-    ranks = read_tiktoken_ranks(path)
-    vocab = {rank: token for token, rank in ranks.items()}
-    names = _place_specials(vocab, ranks, special_tokens, path)
-    try:
-        return Tokenizer(vocab, merges_from_ranks(ranks), names, pattern=pattern)
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
-
-
-def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
-    """`{token bytes: rank}` from a `.tiktoken` file, in rank order, with line numbers in errors."""
-    ranks: dict[bytes, int] = {}
-    seen_ranks: dict[int, int] = {}
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            token, rank = _parse_rank_line(line, f"{path}:{number}: ")
-            if token in ranks or rank in seen_ranks:
-                what = f"token {token!r}" if token in ranks else f"rank {rank}"
-                raise ValueError(f"{path}:{number}: {what} was already given on an earlier line")
-            ranks[token] = rank
-            seen_ranks[rank] = number
-    return dict(sorted(ranks.items(), key=lambda item: item[1]))
-
-
-def _parse_rank_line(line: bytes, where: str) -> tuple[bytes, int]:
-    fields = line.split()
-    try:
-        if len(fields) != 2:
-            raise ValueError
-        token, rank = base64.b64decode(fields[0], validate=True), int(fields[1])
-    except (ValueError, binascii.Error):
-        raise ValueError(f"{where}expected 'base64 rank', got {line.decode('utf-8', 'replace').strip()!r}") from None
-    if rank < 0 or not token:
-        raise ValueError(f"{where}expected a non-empty token and a rank >= 0, got {token!r} {rank}")
-    return token, rank
-
-
-def _place_specials(
-    vocab: dict[int, bytes],
-    ranks: Mapping[bytes, int],
-    special_tokens: Iterable[str] | Mapping[str, int] | None,
-    path: PathLike,
-) -> list[str]:
-    """Put special tokens given with ids into `vocab`; the names in order (a list is appended by Tokenizer)."""
-    if not isinstance(special_tokens, Mapping):
-        return list(special_tokens or [])
-    for token, token_id in special_tokens.items():
-        encoded = token.encode("utf-8")
-        if token_id in vocab and vocab[token_id] != encoded:
-            raise ValueError(
-                f"special token {token!r} has id {token_id}, which {path} already gives to {vocab[token_id]!r}"
-            )
-        if ranks.get(encoded, token_id) != token_id:
-            raise ValueError(
-                f"special token {token!r} is also the token of rank {ranks[encoded]} in {path}, and bpeforge finds a "
-                f"special token by its bytes; give it id {ranks[encoded]}, not {token_id}"
-            )
-        vocab[token_id] = encoded
-    return list(special_tokens)
-
-
-def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
-    """The merges that tiktoken's ranks imply, in rank order.
-
-    For each token of more than one byte, by rank, BPE over its bytes with only
-    lower-ranked tokens must stop at exactly two parts: they are its merge.
-    Recovered in the Rust core, in parallel (`bpeforge::ranks`).
-
-    >>> ranks = {bytes([b]): b for b in range(256)} | {b"or": 256, b" w": 257, b" wor": 258}
-    >>> merges_from_ranks(ranks)
-    [(b'o', b'r'), (b' ', b'w'), (b' w', b'or')]
-    """
-    too_large = next((rank for rank in ranks.values() if not 0 <= rank < 2**32), None)
-    if too_large is not None:  # ids are 32-bit: the Rust core takes ranks as u32
-        raise ValueError(f"rank {too_large} is out of range: ranks are token ids, integers in 0..2**32")
-    return _core.merges_from_ranks(list(ranks.items()))

@@ -15,10 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-from bpeforge import inspection, show
-from bpeforge.outputs import check_output
+from bpeforge.cli.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, open_pair, tokenizer_paths
+from bpeforge.formats.atomic import check_output
+from bpeforge.inspection import show
+from bpeforge.inspection.figures import SampleFigures, sample_figures, vocabulary_figures, vocabulary_overlap
 from bpeforge.tokenizer import Tokenizer
-from bpeforge.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, open_pair, tokenizer_paths
 
 BAR_WIDTH = 40
 HISTOGRAM_ROWS = 24  # longer tokens share the last row
@@ -65,11 +66,11 @@ def _run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     if args.plot is not None:
         check_output(args.plot, inputs=[*tokenizer_paths(args.tokenizer), *args.sample], overwrite=args.force)
     tokenizer = open_from_args(args.tokenizer, args)
-    figures = inspection.vocabulary_figures(tokenizer)
+    figures = vocabulary_figures(tokenizer)
     figures["samples"] = [sample.to_json() for sample in _samples(tokenizer, args)]
     figures["cache"] = tokenizer.cache_info()
     if args.plot is not None:
-        from bpeforge.plots import plot_length_histogram
+        from bpeforge.inspection.plots import plot_length_histogram
 
         title = f"{Path(args.tokenizer).name}: {figures['vocab_size']:,} tokens by length"
         figures["plot"] = str(plot_length_histogram(figures["length_histogram"], args.plot, title=title))
@@ -77,9 +78,9 @@ def _run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     return 0
 
 
-def _samples(tokenizer: Tokenizer, args: argparse.Namespace) -> list[inspection.SampleFigures]:
+def _samples(tokenizer: Tokenizer, args: argparse.Namespace) -> list[SampleFigures]:
     return [
-        inspection.sample_figures(tokenizer, path, documents=args.documents, seed=args.seed, threads=args.threads)
+        sample_figures(tokenizer, path, documents=args.documents, seed=args.seed, threads=args.threads)
         for path in args.sample
     ]
 
@@ -162,7 +163,7 @@ def _run_compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     figures = {
         "a": {"tokenizer": str(args.tokenizer_a), "vocab_size": a.vocab_size},
         "b": {"tokenizer": str(args.tokenizer_b), "vocab_size": b.vocab_size},
-        "overlap": inspection.vocabulary_overlap(a, b),
+        "overlap": vocabulary_overlap(a, b),
         "samples": [{"a": sa.to_json(), "b": sb.to_json()} for sa, sb in zip(_samples(a, args), _samples(b, args))],
     }
     print(json.dumps(figures, indent=2) if args.json else _compare_text(figures))

@@ -6,6 +6,7 @@ import resource
 import sys
 from pathlib import Path
 
+from bpeforge.inspection.token_text import show_token
 from bpeforge.train import TrainResult, training_notes
 
 
@@ -13,25 +14,6 @@ def peak_memory_mib() -> float:
     """Peak resident memory of this process (ru_maxrss: KiB on Linux, bytes on macOS)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
-
-
-# Tokens longer than this are shown cut, with their length: a corpus with one
-# 5 MB pre-token must not print 5 MB to the terminal.
-SHOWN_TOKEN_BYTES = 40
-
-
-def show_token(token: bytes, limit: int = SHOWN_TOKEN_BYTES) -> str:
-    """A token for humans: its text if it is UTF-8, else its escaped bytes;
-    cut after `limit` bytes, with its length: `'aaaa…' (5,000,000 bytes)`."""
-    head = token[:limit]
-    try:
-        token.decode("utf-8")
-        shown = repr(head.decode("utf-8", errors="ignore"))  # a cut may split a char: drop its part
-    except UnicodeDecodeError:
-        shown = repr(head)
-    if len(token) <= limit:
-        return shown
-    return f"{shown[:-1]}…{shown[-1]} ({len(token):,} bytes)"
 
 
 def longest_tokens(result: TrainResult, count: int = 5) -> list[bytes]:

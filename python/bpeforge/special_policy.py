@@ -1,4 +1,5 @@
-"""tiktoken's special-token policy: which special tokens in a text are tokens, and which refuse the text.
+"""The special-token policy of `encode`, tiktoken's, shared by `Tokenizer` and `bpeforge.tiktoken`: which
+special tokens in a text are tokens, and which refuse the text.
 
 `allowed_special` ("all" or a set) are encoded as their ids; the others are
 plain text. `disallowed_special` ("all": every special not allowed; or a
@@ -82,9 +83,3 @@ def raise_disallowed_special_token(token: str) -> NoReturn:
         f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
         "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
     )
-
-
-def fix_surrogates(text: str) -> str:
-    """`text` with surrogate pairs joined and lone surrogates replaced by U+FFFD, as tiktoken does
-    before encoding a str that is not valid Unicode (the core takes UTF-8)."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -18,7 +18,7 @@ from types import TracebackType
 
 import numpy as np
 
-from bpeforge.outputs import check_output, open_atomically
+from bpeforge.formats.atomic import check_output, open_atomically
 
 MAGIC = b"\x93NUMPY\x01\x00"
 HEADER_BYTES = 128  # magic + length + dict + padding, a multiple of 64 as NumPy asks

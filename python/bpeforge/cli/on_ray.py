@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bpeforge import counts
+from bpeforge.cli.tokenizer_args import open_from_args
 from bpeforge.ray import cluster
 from bpeforge.ray.count import count
 from bpeforge.ray.encode import encode
 from bpeforge.ray.jobs import ShardFailed
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES
-from bpeforge.tokenizer_args import open_from_args
 
 EXIT_JOB_FAILED = 1
 

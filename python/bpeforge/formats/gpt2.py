@@ -2,7 +2,7 @@
 
 Token bytes are written through GPT-2's byte-to-unicode table, so every byte
 string round-trips exactly, including tokens that are not valid UTF-8 alone.
-A directory is written atomically (`bpeforge.outputs`): complete files go to a
+A directory is written atomically (`bpeforge.formats.atomic`): complete files go to a
 temporary sibling directory, which is then renamed into place, so a crash
 never leaves a half-written vocabulary behind. `bpeforge.json` beside them records the
 special tokens and the format version (see docs/format.md).
@@ -16,7 +16,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from bpeforge.outputs import write_directory_atomically
+from bpeforge.formats.atomic import write_directory_atomically
 
 FORMAT_VERSION = 1
 VOCAB_FILE = "vocab.json"

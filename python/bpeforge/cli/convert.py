@@ -16,13 +16,13 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from bpeforge import formats, io
+from bpeforge.formats import gpt2, hf, tiktoken_ranks
+from bpeforge.formats.atomic import check_output
 from bpeforge.open_tokenizer import open_tokenizer, tokenizer_kind
-from bpeforge.outputs import check_output
 from bpeforge.tiktoken import list_encoding_names
 from bpeforge.tokenizer import Tokenizer
 
-HF_FILE = formats.HF_FILE
+HF_FILE = hf.HF_FILE
 
 
 def _load_gpt2(path: Path) -> Tokenizer:
@@ -30,7 +30,7 @@ def _load_gpt2(path: Path) -> Tokenizer:
 
 
 def _load_hf(path: Path) -> Tokenizer:
-    return formats.load_hf(path / HF_FILE if path.is_dir() else path)
+    return Tokenizer.from_hf(path / HF_FILE if path.is_dir() else path)
 
 
 def _save_gpt2(tokenizer: Tokenizer, path: Path, overwrite: bool) -> None:
@@ -38,16 +38,16 @@ def _save_gpt2(tokenizer: Tokenizer, path: Path, overwrite: bool) -> None:
 
 
 def _save_hf(tokenizer: Tokenizer, path: Path, overwrite: bool) -> None:
-    formats.save_hf(tokenizer, path, overwrite=overwrite)
+    hf.save_hf(tokenizer, path, overwrite=overwrite)
 
 
 def _save_tiktoken(tokenizer: Tokenizer, path: Path, overwrite: bool) -> None:
-    formats.save_tiktoken(tokenizer, path, overwrite=overwrite)
+    tiktoken_ranks.save_tiktoken(tokenizer, path, overwrite=overwrite)
 
 
 LOADERS: dict[str, Callable[[Path], Tokenizer]] = {
     "hf": _load_hf,
-    "tiktoken": formats.load_tiktoken,
+    "tiktoken": Tokenizer.from_tiktoken,
     "gpt2": _load_gpt2,
 }
 SAVERS: dict[str, Callable[[Tokenizer, Path, bool], None]] = {
@@ -58,7 +58,7 @@ SAVERS: dict[str, Callable[[Tokenizer, Path, bool], None]] = {
 DESCRIPTIONS = {
     "hf": f"HF {HF_FILE}, or a directory with it and transformers' config files when DEST is not a .json",
     "tiktoken": ".tiktoken ranks file (tiktoken; special tokens are not stored)",
-    "gpt2": f"directory with {io.VOCAB_FILE}, {io.MERGES_FILE} and {io.META_FILE} (bpeforge, GPT-2)",
+    "gpt2": f"directory with {gpt2.VOCAB_FILE}, {gpt2.MERGES_FILE} and {gpt2.META_FILE} (bpeforge, GPT-2)",
 }
 
 
@@ -75,7 +75,7 @@ def add_convert_command(commands: argparse._SubParsersAction) -> None:
         "source",
         type=Path,
         metavar="SRC",
-        help=f"a directory with {io.VOCAB_FILE} + {io.MERGES_FILE}, a {HF_FILE} file, a .tiktoken file, or a "
+        help=f"a directory with {gpt2.VOCAB_FILE} + {gpt2.MERGES_FILE}, a {HF_FILE} file, a .tiktoken file, or a "
         f"bundled encoding ({', '.join(list_encoding_names())})",
     )
     cmd.add_argument("--to", required=True, choices=list(SAVERS), dest="target_format", help="output format")
@@ -115,17 +115,17 @@ def _check_source(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     args.source_format = args.source_format or tokenizer_kind(source)
     if args.source_format is None:
         parser.error(
-            f"cannot tell the format of {source}: give a directory with {io.VOCAB_FILE} and {io.MERGES_FILE} "
+            f"cannot tell the format of {source}: give a directory with {gpt2.VOCAB_FILE} and {gpt2.MERGES_FILE} "
             f"(gpt2), a .json file (hf) or a .tiktoken file (tiktoken), or name it with --from {'|'.join(LOADERS)}"
         )
 
 
-_OWNED = (*io.TOKENIZER_FILES, *formats.HF_FILES)
+_OWNED = (*gpt2.TOKENIZER_FILES, *hf.HF_FILES)
 
 
 def _directory_output(args: argparse.Namespace) -> bool:
     """gpt2 writes a directory; hf one tokenizer.json when DEST ends in .json, else a directory for AutoTokenizer."""
-    return args.target_format == "gpt2" or (args.target_format == "hf" and not formats.is_hf_file_output(args.output))
+    return args.target_format == "gpt2" or (args.target_format == "hf" and not hf.is_hf_file_output(args.output))
 
 
 def _with_specials(tokenizer: Tokenizer, extra: list[str]) -> Tokenizer:
@@ -143,6 +143,6 @@ def _print_summary(tokenizer: Tokenizer, output: Path, target_format: str) -> No
         flags = " ".join(f"--special-token {shlex.quote(token)}" for token in tokenizer.special_tokens)
         print(f"note: .tiktoken files hold no special tokens; read them back with `bpeforge convert {output} {flags}`")
         try:
-            print(f"note: give tiktoken.Encoding special_tokens={formats.tiktoken_special_tokens(tokenizer)}")
+            print(f"note: give tiktoken.Encoding special_tokens={tiktoken_ranks.tiktoken_special_tokens(tokenizer)}")
         except ValueError as err:
             print(f"warning: {err}")

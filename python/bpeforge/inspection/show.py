@@ -12,8 +12,8 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from bpeforge.outputs import write_text_atomically
-from bpeforge.report import show_token
+from bpeforge.formats.atomic import write_text_atomically
+from bpeforge.inspection.token_text import show_token
 from bpeforge.tokenizer import Tokenizer
 
 # Pastel backgrounds, readable with black text; neighbours always differ.

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bpeforge.io import REPORT_FILE
-from bpeforge.outputs import write_text_atomically
-from bpeforge.report import peak_memory_mib
+from bpeforge.cli.summary import peak_memory_mib
+from bpeforge.formats.atomic import write_text_atomically
+from bpeforge.formats.gpt2 import REPORT_FILE
 from bpeforge.train import TrainResult
 
 LABELS = {"pretokenize": "pre-tokenize", "merge": "merge loop"}

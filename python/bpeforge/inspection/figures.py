@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bpeforge.report import show_token
+from bpeforge.inspection.token_text import show_token
 from bpeforge.tokenizer import Tokenizer
 
 PILE_BYTES = 825 * 10**9  # The Pile, as CS336 sizes it

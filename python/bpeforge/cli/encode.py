@@ -1,0 +1,122 @@
+"""`bpeforge encode` and `bpeforge decode`: token files (.npy) from text and records, and back."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bpeforge import encode_files
+from bpeforge.cli.options import STDIN, add_ray_option, add_record_options, check_ray_options, stdin_inputs
+from bpeforge.cli.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, tokenizer_paths
+from bpeforge.inputs import RecordOptions
+from bpeforge.tokenizer import Tokenizer
+
+
+def add_encode_command(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser(
+        "encode",
+        help="encode text files and records into a NumPy array of token ids",
+        description="Stream UTF-8 text files and the records of JSON Lines and Parquet files through a tokenizer "
+        "into one .npy array: the ids of each file and each record, each encoded on its own, in input order (a "
+        "directory's files in sorted order); in parallel, with output identical for any --threads.",
+    )
+    cmd.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="files or directories: text (.gz/.xz/.zst too), .jsonl, .parquet; - for standard input (text)",
+    )
+    cmd.add_argument("--tokenizer", required=True, help=f"the tokenizer: {SOURCES}")
+    add_tokenizer_overrides(cmd)
+    cmd.add_argument("-o", "--output", required=True, type=Path, help="output .npy file (with --ray: a directory)")
+    cmd.add_argument(
+        "--document-separator",
+        metavar="TOK",
+        help="append this special token (e.g. '<|endoftext|>') after each text file and each record; "
+        "default: none, the ids of the documents follow each other",
+    )
+    cmd.add_argument("--dtype", choices=sorted(encode_files.DTYPES), help="default: uint16 when the vocab fits")
+    cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    add_record_options(cmd)
+    add_ray_option(cmd, "token shards and an index.json in the -o directory, resumable")
+    cmd.set_defaults(run=_run_encode)
+
+
+def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
+    check_ray_options(args, parser)
+    if args.ray is not None:
+        if args.document_separator is not None:
+            parser.error("--document-separator does not apply with --ray: its shards record where documents start")
+        from bpeforge.cli.on_ray import run_encode
+
+        return run_encode(args)
+    args.inputs = stdin_inputs(args.inputs)
+    tokenizer = open_from_args(args.tokenizer, args)
+    dtype = encode_files.choose_dtype(tokenizer, args.dtype)
+    stats = encode_files.encode_files(
+        tokenizer,
+        args.inputs,
+        args.output,
+        dtype=dtype,
+        threads=args.threads,
+        progress=not args.no_progress,
+        overwrite=args.force,
+        tokenizer_path=next(iter(tokenizer_paths(args.tokenizer)), None),
+        glob=args.glob,
+        records=RecordOptions(
+            text_field=args.text_field, text_column=args.text_column, skip_bad_records=args.skip_bad_records
+        ),
+        separator=_separator_id(tokenizer, args.document_separator),
+    )
+    seconds = max(stats.seconds, 1e-9)
+    print(
+        f"wrote {args.output}: {stats.tokens:,} tokens ({dtype}) from {stats.bytes_in / 2**20:,.1f} MiB in "
+        f"{stats.files:,} file(s), {stats.bytes_per_token:.2f} bytes/token, "
+        f"{stats.bytes_in / 2**20 / seconds:,.1f} MiB/s, {stats.tokens / seconds:,.0f} tokens/s, {stats.seconds:.2f} s"
+    )
+    return 0
+
+
+def _separator_id(tokenizer: Tokenizer, token: str | None) -> int | None:
+    """The id of --document-separator, which must be one of the tokenizer's special tokens."""
+    if token is None:
+        return None
+    if token not in tokenizer.special_tokens:
+        have = ", ".join(repr(t) for t in tokenizer.special_tokens) or "none"
+        raise ValueError(
+            f"--document-separator {token!r} is not a special token of the tokenizer (its special tokens: {have}; "
+            "a .tiktoken file's are given with --special-token)"
+        )
+    return tokenizer.token_to_id(token)
+
+
+def add_decode_command(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser("decode", help="write the text of a .npy array of token ids")
+    cmd.add_argument("source", type=Path, metavar="IN.npy")
+    cmd.add_argument("--tokenizer", required=True, help=f"the tokenizer: {SOURCES}")
+    add_tokenizer_overrides(cmd)
+    cmd.add_argument("-o", "--output", required=True, help="output file (the exact bytes); - for standard output")
+    cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    cmd.set_defaults(run=_run_decode)
+
+
+def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    tokenizer = open_from_args(args.tokenizer, args)
+    if args.output == STDIN:
+        encode_files.decode_to(tokenizer, args.source, sys.stdout.buffer)
+        return 0
+    args.output = Path(args.output)
+    written = encode_files.decode_file(
+        tokenizer,
+        args.source,
+        args.output,
+        overwrite=args.force,
+        tokenizer_path=next(iter(tokenizer_paths(args.tokenizer)), None),
+    )
+    print(f"wrote {args.output}: {written:,} bytes")
+    return 0

@@ -1,0 +1,80 @@
+"""The `bpeforge` command line: the parser of every subcommand, and one line per error.
+
+bpeforge train INPUT... --vocab-size N --special-token TOK -o DIR
+bpeforge train --demo            # trains on the Python standard library's own source
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+
+from bpeforge import __version__
+from bpeforge.cli.convert import add_convert_command
+from bpeforge.cli.encode import add_decode_command, add_encode_command
+from bpeforge.cli.inspect import add_inspect_commands
+from bpeforge.cli.train import add_count_command, add_train_command
+from bpeforge.train import TrainingNote
+
+EXIT_USAGE = 2
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            # The summary prints these notes itself; other warnings get one line each.
+            warnings.simplefilter("ignore", TrainingNote)
+            warnings.showwarning = _show_warning
+            return args.run(args, args.command_parser)
+    except KeyboardInterrupt:
+        print("\nbpeforge: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:
+        # Every error is one line that says what to fix; --debug shows where it came from.
+        if args.debug:
+            traceback.print_exc()
+        print(f"bpeforge {args.command}: error: {describe_error(err)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def describe_error(err: BaseException) -> str:
+    """The message of `err` for a person: the file and the reason, without
+    errno prefixes (`[Errno 2] ...`) or exception class names."""
+    if isinstance(err, OSError) and err.strerror:
+        where = err.filename if err.filename is not None else ""
+        reason = re.sub(r" \(os error \d+\)$", "", err.strerror)  # Rust's errno suffix
+        return f"{where}: {reason}" if where and str(where) not in reason else reason
+    message = str(err) or type(err).__name__
+    if isinstance(err, (OSError, ValueError, TypeError, ImportError)):
+        return message
+    return f"{message} ({type(err).__name__}; run with --debug for the traceback)"
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"bpeforge: warning: {message}", file=sys.stderr)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bpeforge", description="Byte-level BPE tokenizer training, fast and exact.")
+    parser.add_argument("--debug", action="store_true", help="on an error, also print the Python traceback")
+    parser.add_argument("--version", action="version", version=f"bpeforge {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_train_command(commands)
+    add_count_command(commands)
+    add_encode_command(commands)
+    add_decode_command(commands)
+    add_convert_command(commands)
+    add_inspect_commands(commands)
+    for command in commands.choices.values():
+        # Errors found after parsing print the subcommand's usage, not the top level's.
+        command.set_defaults(command_parser=command)
+    return parser
