@@ -2,25 +2,34 @@
 //! first, the leftmost of equal ones, until no pair has a merge. This is the
 //! same as applying the merge list in creation order, left to right.
 //!
-//! Two implementations of the one rule:
+//! Three implementations of the one rule:
 //! - short pieces (almost all): a flat array of parts with the rank of the pair
 //!   each part starts, scanned for the minimum; only the two neighbours of a
 //!   merge are looked up again. Quadratic in the piece, fastest when it is short.
-//! - long pieces (a 1 MB run of one letter is one piece): a linked list and a
-//!   priority queue of `(rank, position)` with lazy invalidation, so no input
-//!   is quadratic (tiktoken was, before 0.13). When the merge list only ever
-//!   creates pairs of higher rank than the one applied (any list training
-//!   wrote: `Vocabulary::ranks_grow`), the queue is a radix heap, whose pushes
-//!   are appends and whose pops scan small buckets in order; else a binary
-//!   heap, whose random accesses over a megabyte-sized piece miss the caches.
-//!   Measured on GPT-2's vocabulary, one core, 1 MB of random digits as one
-//!   piece: binary heap 305-324 ms, radix heap 215-222 ms (1 MB of one letter
-//!   and of CJK: unchanged within noise). The growth from 0.25 to 1 MB is
-//!   still 5-6x, not 4: the nodes of a 1 MB piece (12 MB) leave the caches.
+//! - longer pieces: a linked list and a priority queue of `(rank, position)`
+//!   with lazy invalidation, so no input is quadratic (tiktoken was, before
+//!   0.13). When the merge list only ever creates pairs of higher rank than
+//!   the one applied (any list training wrote, and the merges a tiktoken
+//!   rank file implies: `Vocabulary::ranks_grow`), the queue is a radix heap,
+//!   whose pushes are appends and whose pops scan small buckets in order; else
+//!   a binary heap, whose random accesses over a megabyte-sized piece miss
+//!   the caches. Measured on GPT-2's vocabulary, one core, 1 MB of random
+//!   digits as one piece: binary heap 305-324 ms, radix heap 215-222 ms.
+//! - pieces over `SWEEP_MIN` bytes with growing ranks (a 1 MB run of one
+//!   letter is one piece): `rank_sweep.rs`, the ranks in order, each over a
+//!   bucket of positions, on one word per byte. On the radix heap the time of
+//!   1 MB was 5-8x that of 0.25 MB on the worst inputs (issue 12 asks at most
+//!   4.5x): its keys moved down 20-40 buckets each, and the 20 MB of state of
+//!   a 1 MB piece left the caches. The sweep grows about 4x and is up to 7x
+//!   faster there (`examples/worst_cases.rs`; docs/design.md, "Seventh
+//!   session"), but its fixed costs per piece (a hash map of pending ranks, a
+//!   block per rank) made multilingual text, whose CJK sentences are pieces
+//!   of 20-130 bytes, 12% slower when it took every piece over `FLAT_MAX`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::rank_sweep::{merge_sweep, SweepScratch, SWEEP_MAX};
 use crate::vocab::{MergeRule, Vocabulary};
 
 /// Pieces up to this many bytes use the flat scan. Its every merge rescans
@@ -29,6 +38,9 @@ use crate::vocab::{MergeRule, Vocabulary};
 /// 20-130 bytes) 32 encoded 16% faster than 128 (median of 7, the
 /// `encode_file` example), English unchanged within noise.
 const FLAT_MAX: usize = 32;
+/// Pieces over this many bytes take the rank sweep (when ranks grow): as
+/// `piece_table::LONG_PIECE_MAX`, past which pieces are merged every time.
+const SWEEP_MIN: usize = 1024;
 const NONE: u32 = u32::MAX;
 
 /// Reusable buffers, so that encoding allocates per call, not per piece.
@@ -38,6 +50,7 @@ pub struct Scratch {
     nodes: Vec<Node>,
     heap: BinaryHeap<Reverse<u64>>,
     radix: RadixHeap,
+    sweep: SweepScratch,
 }
 
 impl Scratch {
@@ -48,6 +61,7 @@ impl Scratch {
         self.parts.capacity() * size_of::<Part>()
             + self.nodes.capacity() * size_of::<Node>()
             + (self.heap.capacity() + radix) * size_of::<u64>()
+            + self.sweep.bytes()
     }
 }
 
@@ -150,6 +164,9 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
         0 => {}
         1 => out.push(vocab.byte_id(piece[0])),
         n if n <= FLAT_MAX => merge_flat(piece, vocab, &mut scratch.parts, out),
+        n if n > SWEEP_MIN && n <= SWEEP_MAX && vocab.ranks_grow() => {
+            merge_sweep(piece, vocab, &mut scratch.sweep, out)
+        }
         _ if vocab.ranks_grow() => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.radix, out),
         _ => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out),
     }
@@ -209,6 +226,13 @@ struct Node {
 #[inline]
 fn heap_key(rank: u32, at: u32) -> u64 {
     (rank as u64) << 32 | at as u64
+}
+
+/// The linked list on a binary heap: any vocabulary, any piece of 2 bytes or
+/// more (the reference the rank sweep's tests compare with).
+#[cfg(test)]
+pub(crate) fn merge_heap(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out);
 }
 
 fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Node>, heap: &mut Q, out: &mut Vec<u32>) {
@@ -283,6 +307,12 @@ mod tests {
         out
     }
 
+    fn sweep_encode(piece: &[u8]) -> Vec<u32> {
+        let (mut out, mut scratch) = (Vec::new(), Scratch::default());
+        merge_sweep(piece, &vocab(), &mut scratch.sweep, &mut out);
+        out
+    }
+
     fn radix_encode(piece: &[u8]) -> Vec<u32> {
         let (mut out, mut scratch) = (Vec::new(), Scratch::default());
         merge_long(piece, &vocab(), &mut scratch.nodes, &mut scratch.radix, &mut out);
@@ -331,9 +361,15 @@ mod tests {
                 })
                 .collect();
             assert_eq!(radix_encode(&piece), heap_encode(&piece), "{piece:?}");
+            if piece.len() > 1 {
+                assert_eq!(sweep_encode(&piece), heap_encode(&piece), "{piece:?}");
+            }
         }
         let long = vec![b'a'; 1000];
         // 1000 = 250 x "aaaa".
         assert_eq!(encode(&long), vec![257; 250]);
+        // Over `SWEEP_MIN`: the sweep.
+        let long = vec![b'a'; 4 * SWEEP_MIN];
+        assert_eq!(encode(&long), vec![257; SWEEP_MIN]);
     }
 }

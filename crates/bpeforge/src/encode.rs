@@ -478,7 +478,14 @@ const PRIVATE_LONG_TABLE_BYTES: usize = 4 << 20;
 pub struct StatePool(Mutex<Vec<EncodeState>>);
 
 const KEPT_STATES_MAX: usize = 64;
-const KEPT_SCRATCH_MAX: usize = 1 << 20;
+/// The merge buffers a kept state may hold (`Scratch::bytes`). 16 MiB holds
+/// those of a 1 MB pre-token (9-13 MB on the rank sweep, `rank_sweep.rs`), so
+/// that calls on long pieces reuse them; at 1 MiB (before issue 12's seventh
+/// session) each such call allocated them again and faulted in ~2,400 fresh
+/// pages, which made 1 MB of one letter cost 4.8-5.0x the time of 0.25 MB
+/// (whose smaller buffers the allocator kept). The same order as the tables
+/// a state already keeps (`MAX_BUCKETS`, `LONG_TABLE_BYTES`).
+const KEPT_SCRATCH_MAX: usize = 16 << 20;
 
 impl StatePool {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<EncodeState>> {

@@ -11,6 +11,7 @@
 //! - `shards`: byte ranges of a big file to count or encode on other machines;
 //! - `train`: counting and the merge loop;
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
+//! - `rank_sweep`: `bpe`'s path for pre-tokens over 1 KiB (issue 12's worst cases: 1 MB of one letter);
 //! - `ranks`: the merges a tiktoken rank table implies;
 //! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
 //!   the one kept across calls and shared by threads;
@@ -31,6 +32,7 @@ pub mod piece_table;
 pub mod prefetch;
 pub mod pretokenize;
 pub mod progress;
+mod rank_sweep;
 pub mod ranks;
 mod scan;
 pub mod shards;

@@ -239,6 +239,9 @@ impl LongPieceTable {
     /// Append the ids of `piece` to `out` if the table has them.
     #[inline]
     pub fn get(&mut self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        if piece.len() > LONG_PIECE_MAX {
+            return false; // never kept: no need to hash a megabyte to find out
+        }
         match self.map.get(piece) {
             Some(&(start, len)) => {
                 out.extend_from_slice(&self.ids[start as usize..(start + len) as usize]);

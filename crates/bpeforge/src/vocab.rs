@@ -29,6 +29,9 @@ pub struct Vocabulary {
     byte_pair_merges: Box<[Option<MergeRule>]>,
     /// See `ranks_grow`.
     ranks_grow: bool,
+    /// Length in bytes of each token, by id (0 for skipped ids): the long-piece
+    /// merge (`rank_sweep.rs`) steps from token to token with it.
+    lens: Box<[u32]>,
 }
 
 impl Vocabulary {
@@ -50,7 +53,8 @@ impl Vocabulary {
             .map(|pair: usize| merges.get(&pair_key(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
             .collect();
         let ranks_grow = ranks_grow(&merges);
-        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges, ranks_grow })
+        let lens = tokens.iter().map(|token| token.as_ref().map_or(0, |bytes| bytes.len() as u32)).collect();
+        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges, ranks_grow, lens })
     }
 
     /// The number of ids (one past the highest).
@@ -68,6 +72,13 @@ impl Vocabulary {
 
     pub fn id(&self, token: &[u8]) -> Option<u32> {
         self.ids.get(token).copied()
+    }
+
+    /// The length in bytes of token `id` (0 if the vocabulary skips it).
+    /// Panics if `id` is out of range.
+    #[inline]
+    pub fn token_len(&self, id: u32) -> usize {
+        self.lens[id as usize] as usize
     }
 
     #[inline]
