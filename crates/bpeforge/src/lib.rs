@@ -12,6 +12,7 @@
 //! - `train`: counting and the merge loop;
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
 //! - `ranks`: the merges a tiktoken rank table implies;
+//! - `gpt2_files`: GPT-2's `vocab.json` and `merges.txt`, read without Python;
 //! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
 //!   the one kept across calls and shared by threads;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
@@ -24,6 +25,7 @@ pub mod chunking;
 pub mod encode;
 pub mod encode_files;
 pub mod error;
+pub mod gpt2_files;
 pub mod input;
 pub mod packed;
 pub mod pattern;
