@@ -8,7 +8,7 @@ import random
 
 import bpeforge
 import pytest
-from bpeforge.formats.gpt2 import bytes_to_unicode, load_merges, load_special_tokens, load_vocab
+from bpeforge.formats.gpt2 import bytes_to_unicode, load_files, load_merges, load_special_tokens, load_vocab
 
 
 def test_byte_to_unicode_is_a_printable_bijection():
@@ -120,6 +120,10 @@ def test_loads_gpt2s_own_files(gpt2_paths):
     # Every merge's result is a token of the vocabulary.
     values = set(vocab.values())
     assert all(left + right in values for left, right in merges)
+    # The Rust reader that `Tokenizer.from_files` and `load` use reads them itself, identically.
+    assert load_files(*gpt2_paths) == (vocab, merges)
+    fast = bpeforge._core.parse_gpt2_files(gpt2_paths[0].read_bytes(), gpt2_paths[1].read_bytes())
+    assert fast is not None and (dict(fast[0]), fast[1]) == (vocab, merges)
 
 
 def test_output_files_get_the_umask_permissions_not_private_ones(tmp_path):

@@ -351,6 +351,46 @@ def test_load_merges(data: st.DataObject) -> None:
     check_load(load_merges, draw_file(data, mutations, SCRATCH / MERGES_FILE), line_based=True)
 
 
+def check_fast_reader_agrees(vocab: bytes, merges: bytes) -> None:
+    """The Rust reader of GPT-2's files (`bpeforge::gpt2_files`) gives what the Python readers give, or
+    None: it never accepts a file they refuse, nor reads one differently."""
+    fast = bpeforge._core.parse_gpt2_files(vocab, merges)
+    vocab_path, merges_path = write(SCRATCH / "fast" / VOCAB_FILE, vocab), write(SCRATCH / "fast" / MERGES_FILE, merges)
+    try:
+        slow = list(load_vocab(vocab_path).items()), load_merges(merges_path)
+    except ValueError:
+        assert fast is None
+        return
+    if fast is not None:
+        pairs, fast_merges = fast
+        assert (list(dict(pairs).items()), fast_merges) == slow
+
+
+@CASES
+@given(data=st.data())
+def test_the_fast_reader_agrees_on_vocab_json(data: st.DataObject) -> None:
+    original = valid_files()[VOCAB_FILE]
+    mutations = st.one_of(byte_mutations(original), vocab_mutations(original), json_mutations(original, []))
+    content = data.draw(mutations)
+    note(f"vocab.json ({len(content)} bytes): {content[:400]!r}")
+    check_fast_reader_agrees(content, valid_files()[MERGES_FILE])
+
+
+@CASES
+@given(data=st.data())
+def test_the_fast_reader_agrees_on_merges_txt(data: st.DataObject) -> None:
+    original = valid_files()[MERGES_FILE]
+    content = data.draw(st.one_of(byte_mutations(original), lines_mutations(original, merges_lines)))
+    note(f"merges.txt ({len(content)} bytes): {content[:400]!r}")
+    check_fast_reader_agrees(valid_files()[VOCAB_FILE], content)
+
+
+def test_the_fast_reader_reads_the_valid_files() -> None:
+    """Not a test that passes by deferring: the valid files are read by the fast reader itself."""
+    assert bpeforge._core.parse_gpt2_files(valid_files()[VOCAB_FILE], valid_files()[MERGES_FILE]) is not None
+    check_fast_reader_agrees(valid_files()[VOCAB_FILE], valid_files()[MERGES_FILE])
+
+
 # --- directories: bpeforge.load, Tokenizer.load -----------------------------------------
 
 

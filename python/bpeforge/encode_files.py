@@ -20,10 +20,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import numpy as np
-
+from bpeforge.formats import npy
 from bpeforge.formats.atomic import check_output, open_atomically
 from bpeforge.formats.npy import NpyWriter
 from bpeforge.inputs import (
@@ -40,7 +39,12 @@ from bpeforge.inputs import (
 from bpeforge.progress import ProgressBars, progress_bars
 from bpeforge.tokenizer import Tokenizer
 
-DTYPES = {"uint16": 2, "uint32": 4}
+if TYPE_CHECKING:
+    import numpy as np
+
+# The id types a token file may have, and their sizes. NumPy is imported only where an array is made: the
+# text path of `bpeforge encode` writes bytes the core packed.
+DTYPES = {name: npy.DTYPES[name][1] for name in ("uint16", "uint32")}
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ def encode_files(
                         sources, DTYPES[dtype], writer.write, threads, None, counter.core
                     )
                     if separator is not None:
-                        writer.write(np.array([separator], dtype=writer.dtype).tobytes())
+                        writer.write(separator.to_bytes(writer.itemsize, "little"))
                 else:
                     _encode_records(
                         tokenizer, _documents(paths[0], source_kind, records), writer, threads, counter, separator
@@ -140,6 +144,8 @@ def _encode_records(
     separator: int | None,
 ) -> None:
     """Each document encoded on its own, a batch at a time in parallel, its ids appended in order."""
+    import numpy as np
+
     for batch in batched_texts(documents, BATCH_CHARS):
         ids, offsets = tokenizer.encode_batch_to_numpy(batch, threads)
         if separator is not None:
@@ -213,6 +219,8 @@ def _decode_ids(tokenizer: Tokenizer, ids: np.ndarray, out: BinaryIO) -> int:
 
 def load_token_ids(source: str | os.PathLike[str]) -> np.ndarray:
     """A `.npy` file of token ids, memory-mapped; every way it can be wrong is a ValueError naming it."""
+    import numpy as np
+
     try:
         ids = np.load(source, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:

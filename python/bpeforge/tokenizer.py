@@ -87,7 +87,7 @@ class Tokenizer:
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
-        vocab, merges = gpt2.load_vocab(vocab_filepath), gpt2.load_merges(merges_filepath)
+        vocab, merges = gpt2.load_files(vocab_filepath, merges_filepath)
         try:
             return cls(vocab, merges, special_tokens, pattern=pattern, cache_size=cache_size)
         except ValueError as err:

@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 use bpeforge::bpe::{encode_piece, Scratch};
 use bpeforge::cache::DEFAULT_CACHE_BYTES;
 use bpeforge::encode::EncodeState;
-use bpeforge::encode_files::encode_files;
-use bpeforge::train::DEFAULT_CHUNK_SIZE;
+use bpeforge::encode_files::{encode_files, ENCODE_CHUNK_SIZE};
 use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -291,11 +290,12 @@ impl PyEncoder {
         self.check_width(width)?;
         let pool = thread_pool(num_threads)?;
         let observer = PyObserver::new(progress);
+        // Runs on encode_files' writer thread, one batch behind the encoding.
         let mut sink = |packed: Vec<Vec<u8>>| {
-            Python::attach(|py| write.call1(py, (PyBytes::new(py, &packed.concat()),)).map(drop))
+            Python::attach(|py| write.call1(py, (concat_bytes(py, &packed)?,)).map(drop))
                 .map_err(|err| observer.stop_with(err))
         };
-        let chunk_size = chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
+        let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
         let pack = |ids: Vec<u32>| pack_ids(&ids, width);
         let sources = to_sources(paths);
         run_detached(py, &observer, || {
@@ -445,6 +445,18 @@ fn id_buffer<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyByteArr
     PyByteArray::new_with(py, ids.len() * 4, |buffer| {
         for (chunk, id) in buffer.chunks_exact_mut(4).zip(ids) {
             chunk.copy_from_slice(&id.to_le_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// The parts one after another in a new `bytes`, written in place (one copy, not a concatenation first).
+fn concat_bytes<'py>(py: Python<'py>, parts: &[Vec<u8>]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, parts.iter().map(Vec::len).sum(), |buffer| {
+        let mut at = 0;
+        for part in parts {
+            buffer[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
         }
         Ok(())
     })

@@ -135,6 +135,21 @@ fn merges_from_ranks<'py>(
     Ok(merges.iter().map(|(left, right)| (PyBytes::new(py, left), PyBytes::new(py, right))).collect())
 }
 
+/// GPT-2's `vocab.json` and `merges.txt` contents as `([(id, token)], [(left, right)])`, or None when
+/// either holds anything unusual: the Python reader then decides and names the problem (see
+/// `bpeforge::gpt2_files`).
+#[pyfunction]
+fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    use bpeforge::gpt2_files::{parse_merges, parse_vocab};
+    let Some((vocab, merges)) = py.detach(|| Some((parse_vocab(vocab)?, parse_merges(merges)?))) else {
+        return Ok(None);
+    };
+    let vocab = PyList::new(py, vocab.iter().map(|(id, token)| (*id, PyBytes::new(py, token))))?;
+    let merges = PyList::new(py, merges.iter().map(|(left, right)| (PyBytes::new(py, left), PyBytes::new(py, right))))?;
+    let pair = [vocab.into_any(), merges.into_any()];
+    Ok(Some(PyTuple::new(py, pair)?))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
@@ -143,6 +158,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_gpt2_files, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
     m.add("PATTERNS", bpeforge::pattern::PRESETS)?;

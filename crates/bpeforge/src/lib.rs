@@ -13,6 +13,7 @@
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
 //! - `rank_sweep`: `bpe`'s path for pre-tokens over 1 KiB (issue 12's worst cases: 1 MB of one letter);
 //! - `ranks`: the merges a tiktoken rank table implies;
+//! - `gpt2_files`: GPT-2's `vocab.json` and `merges.txt`, read without Python;
 //! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
 //!   the one kept across calls and shared by threads;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
@@ -25,6 +26,7 @@ pub mod chunking;
 pub mod encode;
 pub mod encode_files;
 pub mod error;
+pub mod gpt2_files;
 pub mod input;
 pub mod packed;
 pub mod pattern;

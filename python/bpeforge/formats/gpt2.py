@@ -16,6 +16,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
+from bpeforge import _core
 from bpeforge.formats.atomic import write_directory_atomically
 
 FORMAT_VERSION = 1
@@ -104,7 +105,19 @@ def write_tokenizer_directory(
 def load(directory: str | os.PathLike[str]) -> tuple[Vocab, Merges]:
     """Read a directory written by `save` (or GPT-2's own two files)."""
     directory = Path(directory)
-    return load_vocab(directory / VOCAB_FILE), load_merges(directory / MERGES_FILE)
+    return load_files(directory / VOCAB_FILE, directory / MERGES_FILE)
+
+
+def load_files(vocab_path: str | os.PathLike[str], merges_path: str | os.PathLike[str]) -> tuple[Vocab, Merges]:
+    """`vocab.json` and `merges.txt`: parsed by the Rust core in one pass (`bpeforge::gpt2_files`), which
+    defers anything unusual to `load_vocab` and `load_merges` here, so that every error names the file and
+    line and the two readers never disagree on what a file holds."""
+    with open(vocab_path, "rb") as vocab_file, open(merges_path, "rb") as merges_file:
+        parsed = _core.parse_gpt2_files(vocab_file.read(), merges_file.read())
+    if parsed is None:
+        return load_vocab(vocab_path), load_merges(merges_path)
+    pairs, merges = parsed
+    return dict(pairs), merges
 
 
 def load_vocab(path: str | os.PathLike[str]) -> Vocab:
