@@ -45,7 +45,7 @@ from bpeforge.formats.gpt2 import (
     load_merges,
     load_vocab,
 )
-from bpeforge.formats.tiktoken_ranks import read_tiktoken_ranks
+from bpeforge.formats.tiktoken_ranks import read_rank_lines, read_tiktoken_ranks
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
@@ -456,6 +456,27 @@ def tiktoken_mutations() -> st.SearchStrategy[bytes]:
 def test_read_tiktoken_ranks(data: st.DataObject) -> None:
     path = draw_file(data, tiktoken_mutations(), SCRATCH / "ranks.tiktoken")
     check_load(read_tiktoken_ranks, path, line_based=True)
+
+
+@CASES
+@given(data=st.data())
+def test_the_fast_reader_agrees_on_rank_files(data: st.DataObject) -> None:
+    """The Rust reader of `.tiktoken` files (`bpeforge::rank_file`) gives what the line reader gives, or
+    None: it never accepts a file the line reader refuses, nor reads one differently."""
+    path = draw_file(data, tiktoken_mutations(), SCRATCH / "ranks.tiktoken")
+    fast = bpeforge._core.parse_rank_file(path.read_bytes())
+    try:
+        slow = list(read_rank_lines(path).items())
+    except ValueError:
+        assert fast is None
+        return
+    assert fast is None or fast == slow
+
+
+def test_the_fast_rank_reader_reads_the_valid_file() -> None:
+    """Not a test that passes by deferring: the valid file is read by the fast reader itself."""
+    path = write(SCRATCH / "ranks.tiktoken", valid_files()["ranks.tiktoken"])
+    assert bpeforge._core.parse_rank_file(path.read_bytes()) == list(read_rank_lines(path).items())
 
 
 @CASES

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import gzip
 import importlib
 import json
 import lzma
@@ -27,7 +28,8 @@ import bpeforge
 import bpeforge.tiktoken as bt
 import numpy as np
 import pytest
-from bpeforge.tiktoken.registry import ENCODING_CONSTRUCTORS, load_ranks
+from bpeforge.formats.tiktoken_ranks import read_rank_lines
+from bpeforge.tiktoken.registry import DATA, ENCODING_CONSTRUCTORS, RANK_FILES, load_ranks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,6 +60,14 @@ def test_rank_files_are_tiktokens(shared_data_dir):
     vocab = json.loads((shared_data_dir / "cs336" / "gpt2_vocab.json").read_text(encoding="utf-8"))
     gpt2_ranks = {bytes(byte_of[c] for c in token): i for token, i in vocab.items() if token != EOT}
     assert load_ranks("r50k_base") == gpt2_ranks
+
+
+@pytest.mark.parametrize("name", sorted(RANK_FILES))
+def test_bundled_rank_files_read_by_the_rust_reader_as_by_the_line_reader(name, tmp_path):
+    """`load_ranks` reads with the Rust reader only; the line reader (`read_rank_lines`) agrees on every file."""
+    path = tmp_path / f"{name}.tiktoken"
+    path.write_bytes(gzip.decompress((DATA / f"{name}.tiktoken.gz").read_bytes()))
+    assert list(load_ranks(name).items()) == list(read_rank_lines(path).items())
 
 
 def test_gpt2_equals_the_cs336_tokenizer(gpt2, cs336_texts):

@@ -150,6 +150,16 @@ fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResu
     Ok(Some(PyTuple::new(py, pair)?))
 }
 
+/// A `.tiktoken` file's contents as `[(token, rank)]` in rank order, or None when it holds anything
+/// unusual: the Python reader then decides and names the line (see `bpeforge::rank_file`).
+#[pyfunction]
+fn parse_rank_file<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
+    let Some(ranks) = py.detach(|| bpeforge::rank_file::parse_rank_file(data)) else {
+        return Ok(None);
+    };
+    Ok(Some(PyList::new(py, ranks.iter().map(|(token, rank)| (PyBytes::new(py, token), *rank)))?))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
@@ -159,6 +169,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_gpt2_files, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
     m.add("PATTERNS", bpeforge::pattern::PRESETS)?;

@@ -13,7 +13,8 @@
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
 //! - `rank_sweep`: `bpe`'s path for pre-tokens over 1 KiB (issue 12's worst cases: 1 MB of one letter);
 //! - `ranks`: the merges a tiktoken rank table implies;
-//! - `gpt2_files`: GPT-2's `vocab.json` and `merges.txt`, read without Python;
+//! - `gpt2_files`, `rank_file`: GPT-2's `vocab.json` and `merges.txt`, and tiktoken's rank files, read
+//!   without Python;
 //! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
 //!   the one kept across calls and shared by threads;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
@@ -34,6 +35,7 @@ pub mod piece_table;
 pub mod prefetch;
 pub mod pretokenize;
 pub mod progress;
+pub mod rank_file;
 mod rank_sweep;
 pub mod ranks;
 mod scan;

@@ -146,7 +146,18 @@ def load_tiktoken(
 
 
 def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
-    """`{token bytes: rank}` from a `.tiktoken` file, in rank order, with line numbers in errors."""
+    """`{token bytes: rank}` from a `.tiktoken` file, in rank order, with line numbers in errors.
+
+    The Rust core reads a well-formed file in one pass (`bpeforge::rank_file`); anything unusual it
+    defers to the reader below, which decides and names the line."""
+    with open(path, "rb") as f:
+        parsed = _core.parse_rank_file(f.read())
+    return dict(parsed) if parsed is not None else read_rank_lines(path)
+
+
+def read_rank_lines(path: PathLike) -> dict[bytes, int]:
+    """The reference reader of `.tiktoken` files, a line at a time: what it accepts is a rank file, and
+    every way a file can be wrong is a ValueError naming the line."""
     ranks: dict[bytes, int] = {}
     seen_ranks: dict[int, int] = {}
     with open(path, "rb") as f:
