@@ -4,6 +4,7 @@
 //! which is thread-safe, so one instance is shared by any number of Python
 //! threads; every method that does real work releases the GIL.
 
+use std::panic::resume_unwind;
 use std::sync::{Arc, Mutex};
 
 use bpeforge::bpe::{encode_piece, Scratch};
@@ -62,18 +63,36 @@ impl PyEncoder {
     fn batch_lists<'py>(
         &self,
         py: Python<'py>,
-        texts: &[String],
+        texts: &[Bound<'py, PyString>],
         allowed: Option<&[bool]>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let encoder = &self.inner;
+        let texts = texts.iter().map(utf8).collect::<PyResult<Vec<&str>>>()?;
+        let pool = pool_for(num_threads)?;
+        let encode = |group: &[&str]| pool.install(|| self.inner.encode_batch_allowing(group, allowed, |ids| ids));
+        let mut groups = groups_by_bytes(&texts, LIST_GROUP_BYTES);
         let mut lists = Vec::with_capacity(texts.len());
-        for group in groups_by_bytes(texts, BATCH_CHECK_BYTES) {
-            let run = || encoder.encode_batch_allowing(group, allowed, |ids| ids);
-            for ids in &with_threads(py, num_threads, run)?.map_err(to_py_err)? {
-                lists.push(self.id_list(py, ids)?);
-            }
-            py.check_signals()?;
+        let mut encoded = match groups.next() {
+            Some(first) => Some(py.detach(|| encode(first)).map_err(to_py_err)?),
+            None => None,
+        };
+        // The lists of one group are made (with the GIL) while the workers encode
+        // the next, so the GIL-held part no longer stops every worker; the texts
+        // are borrowed, not copied (`text.rs`).
+        while let Some(batch) = encoded.take() {
+            let next = groups.next();
+            std::thread::scope(|scope| -> PyResult<()> {
+                let worker = next.map(|group| scope.spawn(move || encode(group)));
+                for ids in &batch {
+                    lists.push(self.id_list(py, ids)?);
+                }
+                py.check_signals()?;
+                if let Some(worker) = worker {
+                    let result = py.detach(move || worker.join()).unwrap_or_else(|panic| resume_unwind(panic));
+                    encoded = Some(result.map_err(to_py_err)?);
+                }
+                Ok(())
+            })?;
         }
         PyList::new(py, lists)
     }
@@ -138,6 +157,12 @@ const INTERRUPT_CHECK_BYTES: usize = 1 << 20;
 /// How many bytes of texts `encode_batch` hands to the workers between two
 /// checks for Ctrl-C (each group is encoded in parallel).
 const BATCH_CHECK_BYTES: usize = 4 << 20;
+
+/// The groups of `encode_batch` when it returns lists: smaller, so that the
+/// lists of one group (made with the GIL) overlap the encoding of the next for
+/// most of the call. 20news, 6,028 documents, 2 threads against 1: 1.30-1.39x
+/// with groups of 4 MiB, 1.46-1.62x with 1 MiB.
+const LIST_GROUP_BYTES: usize = 1 << 20;
 
 #[pymethods]
 impl PyEncoder {
@@ -248,7 +273,7 @@ impl PyEncoder {
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'py, PyString>>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.batch_lists(py, &texts, None, num_threads)
@@ -333,7 +358,7 @@ impl PyEncoder {
     fn encode_batch_allowing<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'py, PyString>>,
         allowed: Vec<bool>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
@@ -383,11 +408,16 @@ impl PyEncoder {
 
 /// Run `work` without the GIL on `num_threads` threads (all cores for `None`).
 fn with_threads<T: Send>(py: Python<'_>, num_threads: Option<usize>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-    let pool = match num_threads {
-        None => default_pool()?,
-        Some(_) => Arc::new(thread_pool(num_threads)?),
-    };
+    let pool = pool_for(num_threads)?;
     Ok(py.detach(|| pool.install(work)))
+}
+
+/// The pool a call with `num_threads` runs on: the shared all-cores one, or its own.
+fn pool_for(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    match num_threads {
+        None => default_pool(),
+        Some(_) => Ok(Arc::new(thread_pool(num_threads)?)),
+    }
 }
 
 /// The all-cores pool, one per process. Not rayon's global pool: after
@@ -423,7 +453,7 @@ fn thread_pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
 }
 
 /// `texts` in consecutive groups of about `bytes` each (at least one text a group).
-fn groups_by_bytes(texts: &[String], bytes: usize) -> impl Iterator<Item = &[String]> {
+fn groups_by_bytes<T: AsRef<str>>(texts: &[T], bytes: usize) -> impl Iterator<Item = &[T]> {
     let mut rest = texts;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -431,7 +461,7 @@ fn groups_by_bytes(texts: &[String], bytes: usize) -> impl Iterator<Item = &[Str
         }
         let (mut end, mut size) = (0, 0);
         while end < rest.len() && (end == 0 || size < bytes) {
-            size += rest[end].len();
+            size += rest[end].as_ref().len();
             end += 1;
         }
         let (group, tail) = rest.split_at(end);
