@@ -591,7 +591,7 @@ def test_encode_batch_equals_encode(gpt2, cs336_texts):
 
 def test_encode_batch_over_many_groups_keeps_order_and_raises_on_surrogates(gpt2, cs336_texts):
     """Several MiB of texts: encode_batch's lists are made a group at a time while the next group is encoded
-    (encoder.rs, `LIST_GROUP_BYTES`); every text keeps its place, and a bad text anywhere still raises."""
+    (encoder.rs, `BATCH_CHECK_BYTES`); every text keeps its place, and a bad text anywhere still raises."""
     texts = [text[i : i + 50_000] for text in cs336_texts.values() for i in range(0, len(text), 50_000)] * 25
     assert sum(len(text.encode()) for text in texts) > 3 << 20
     expected = [gpt2.encode(text) for text in texts]
