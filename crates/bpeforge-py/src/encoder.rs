@@ -97,8 +97,28 @@ impl PyEncoder {
         PyList::new(py, lists)
     }
 
+    /// The ids as a list of Python ints. Made with the GIL held, so a long one
+    /// is filled a part at a time with Ctrl-C checked between parts: the list
+    /// of 108 MB of text took 0.7 s, and a Ctrl-C during it waited for all of it.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
+        if ids.len() <= LIST_CHECK_IDS {
+            return PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)));
+        }
+        // SAFETY: PyList_New returns a new list of `ids.len()` empty (NULL)
+        // slots, or NULL with an exception set (`from_owned_ptr_or_err`).
+        let list = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(ids.len() as isize))? };
+        for (part, chunk) in ids.chunks(LIST_CHECK_IDS).enumerate() {
+            for (offset, &id) in chunk.iter().enumerate() {
+                let item = self.ints[id as usize].clone_ref(py).into_ptr();
+                // SAFETY: the index is in range and its slot still empty; the
+                // call steals the new reference `item`. A list left part-filled
+                // by a Ctrl-C below is freed whole (empty slots are skipped).
+                unsafe { pyo3::ffi::PyList_SetItem(list.as_ptr(), (part * LIST_CHECK_IDS + offset) as isize, item) };
+            }
+            py.check_signals()?;
+        }
+        // SAFETY: made by PyList_New above.
+        Ok(unsafe { list.cast_into_unchecked::<PyList>() })
     }
 
     /// The ids of `text`, encoded without the GIL a stretch of about
@@ -153,6 +173,10 @@ impl PyEncoder {
 /// How much text `encode` handles between two checks for Ctrl-C: a few
 /// milliseconds of work, so that a check costs nothing measurable.
 const INTERRUPT_CHECK_BYTES: usize = 1 << 20;
+
+/// How many ids of a list are made between two checks for Ctrl-C (tens of
+/// milliseconds of work).
+const LIST_CHECK_IDS: usize = 4 << 20;
 
 /// How many bytes of texts `encode_batch` hands to the workers between two
 /// checks for Ctrl-C (each group is encoded in parallel). Groups of 1 MiB
