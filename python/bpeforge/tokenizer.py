@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from bpeforge import _core
 from bpeforge.arguments import check_positive
 from bpeforge.formats import gpt2, hf, tiktoken_ranks
+from bpeforge.formats.parts import TokenizerParts
 from bpeforge.patterns import normalize_pattern
 from bpeforge.special_policy import SpecialPolicy
 from bpeforge.streaming import stable_chunks
@@ -26,7 +27,6 @@ from bpeforge.streaming import stable_chunks
 if TYPE_CHECKING:
     import numpy as np
 
-    from bpeforge.formats.parts import TokenizerParts
 
 # encode_iterable encodes once this many characters are buffered, up to the
 # last point where more text cannot change the ids. Small enough that memory
@@ -87,21 +87,15 @@ class Tokenizer:
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
-        vocab, merges = gpt2.load_files(vocab_filepath, merges_filepath)
-        try:
-            return cls(vocab, merges, special_tokens, pattern=pattern, cache_size=cache_size)
-        except ValueError as err:
-            raise ValueError(f"{vocab_filepath}, {merges_filepath}: {err}") from None
+        parts = TokenizerParts(*gpt2.load_files(vocab_filepath, merges_filepath), special_tokens, pattern)
+        return cls._from_parts(parts, f"{vocab_filepath}, {merges_filepath}", cache_size)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Load a directory written by `bpeforge.save` / `bpeforge train`, special tokens included."""
-        vocab, merges = gpt2.load(directory)
         meta = gpt2.load_meta(directory)
-        try:
-            return cls(vocab, merges, meta["special_tokens"], pattern=meta["pattern"], cache_size=cache_size)
-        except ValueError as err:
-            raise ValueError(f"{directory}: {err}") from None
+        parts = TokenizerParts(*gpt2.load(directory), meta["special_tokens"], meta["pattern"])
+        return cls._from_parts(parts, directory, cache_size)
 
     @classmethod
     def from_hf(cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
@@ -122,8 +116,8 @@ class Tokenizer:
 
     @classmethod
     def _from_parts(cls, parts: TokenizerParts, path: str | os.PathLike[str], cache_size: int) -> Tokenizer:
-        """The tokenizer a file holds; what the constructor refuses (a byte or a merge result missing from
-        the vocab, say) is reported with the file's name."""
+        """The tokenizer `path` holds; what the constructor refuses (a byte or a merge result missing from
+        the vocab, say) is reported with the path."""
         try:
             return cls(parts.vocab, parts.merges, parts.special_tokens, pattern=parts.pattern, cache_size=cache_size)
         except ValueError as err:

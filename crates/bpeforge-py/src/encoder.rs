@@ -97,13 +97,10 @@ impl PyEncoder {
         PyList::new(py, lists)
     }
 
-    /// The ids as a list of Python ints. Made with the GIL held, so a long one
-    /// is filled a part at a time with Ctrl-C checked between parts: the list
-    /// of 108 MB of text took 0.7 s, and a Ctrl-C during it waited for all of it.
+    /// The ids as a list of Python ints. Made with the GIL held, so it is
+    /// filled a part at a time with Ctrl-C checked between parts: the list of
+    /// 108 MB of text took 0.7 s, and a Ctrl-C during it waited for all of it.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        if ids.len() <= LIST_CHECK_IDS {
-            return PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)));
-        }
         // SAFETY: PyList_New returns a new list of `ids.len()` empty (NULL)
         // slots, or NULL with an exception set (`from_owned_ptr_or_err`).
         let list = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(ids.len() as isize))? };

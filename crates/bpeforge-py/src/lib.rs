@@ -127,12 +127,14 @@ fn pretokenize<'t>(text: &'t str, pattern: &str) -> PyResult<Vec<&'t str>> {
 
 /// The merges a tiktoken rank table implies, in rank order (see `bpeforge::ranks`).
 #[pyfunction]
-fn merges_from_ranks<'py>(
-    py: Python<'py>,
-    ranks: Vec<(Vec<u8>, u32)>,
-) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+fn merges_from_ranks<'py>(py: Python<'py>, ranks: Vec<(Vec<u8>, u32)>) -> PyResult<Bound<'py, PyList>> {
     let merges = py.detach(|| bpeforge::ranks::merges_from_ranks(&ranks)).map_err(errors::to_py_err)?;
-    Ok(merges.iter().map(|(left, right)| (PyBytes::new(py, left), PyBytes::new(py, right))).collect())
+    byte_pairs_to_py(py, &merges)
+}
+
+/// `(left, right)` byte pairs as a list of `(bytes, bytes)` tuples.
+fn byte_pairs_to_py<'py>(py: Python<'py>, pairs: &[(Vec<u8>, Vec<u8>)]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, pairs.iter().map(|(left, right)| (PyBytes::new(py, left), PyBytes::new(py, right))))
 }
 
 /// GPT-2's `vocab.json` and `merges.txt` contents as `([(id, token)], [(left, right)])`, or None when
@@ -145,8 +147,7 @@ fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResu
         return Ok(None);
     };
     let vocab = PyList::new(py, vocab.iter().map(|(id, token)| (*id, PyBytes::new(py, token))))?;
-    let merges = PyList::new(py, merges.iter().map(|(left, right)| (PyBytes::new(py, left), PyBytes::new(py, right))))?;
-    let pair = [vocab.into_any(), merges.into_any()];
+    let pair = [vocab.into_any(), byte_pairs_to_py(py, &merges)?.into_any()];
     Ok(Some(PyTuple::new(py, pair)?))
 }
 

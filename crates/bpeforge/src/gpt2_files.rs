@@ -16,8 +16,7 @@ use std::fmt;
 use rustc_hash::FxHashSet;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 
-/// A merge: the two tokens whose concatenation it makes.
-pub type Merge = (Vec<u8>, Vec<u8>);
+use crate::ranks::Merge;
 
 /// `vocab.json`'s entries, `(id, token bytes)`, in file order (two ids may
 /// share bytes), or `None` (see the module's comment).

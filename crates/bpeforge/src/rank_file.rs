@@ -15,7 +15,6 @@ use rustc_hash::FxHashSet;
 /// `(token, rank)` in rank order, or `None` (see the module's comment).
 pub fn parse_rank_file(data: &[u8]) -> Option<Vec<(Vec<u8>, u32)>> {
     let mut ranks = Vec::new();
-    let mut buffer = Vec::new();
     for line in data.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
@@ -23,21 +22,21 @@ pub fn parse_rank_file(data: &[u8]) -> Option<Vec<(Vec<u8>, u32)>> {
         }
         let space = line.iter().position(|&b| b == b' ')?;
         let (token, rank) = (&line[..space], &line[space + 1..]);
-        buffer.clear();
-        STANDARD.decode_vec(token, &mut buffer).ok()?;
-        if buffer.is_empty() {
-            return None;
-        }
-        ranks.push((buffer.clone(), digits(rank)?));
+        let token = STANDARD.decode(token).ok().filter(|token| !token.is_empty())?;
+        ranks.push((token, digits(rank)?));
     }
-    let mut tokens = FxHashSet::with_capacity_and_hasher(ranks.len(), Default::default());
-    let mut seen_ranks = FxHashSet::with_capacity_and_hasher(ranks.len(), Default::default());
-    if !ranks.iter().all(|(token, rank)| tokens.insert(token.as_slice()) && seen_ranks.insert(*rank)) {
+    if !all_unique(&ranks) {
         return None;
     }
-    drop((tokens, seen_ranks));
     ranks.sort_unstable_by_key(|&(_, rank)| rank);
     Some(ranks)
+}
+
+/// Whether no token and no rank is given twice.
+fn all_unique(ranks: &[(Vec<u8>, u32)]) -> bool {
+    let mut tokens = FxHashSet::with_capacity_and_hasher(ranks.len(), Default::default());
+    let mut seen_ranks = FxHashSet::with_capacity_and_hasher(ranks.len(), Default::default());
+    ranks.iter().all(|(token, rank)| tokens.insert(token.as_slice()) && seen_ranks.insert(*rank))
 }
 
 /// A rank written as plain ASCII digits that fits 32 bits.

@@ -2,7 +2,7 @@
 
 The header is written first with room for any length, data is appended as it
 comes, and the header is rewritten with the real shape at the end. The file is
-built under a temporary name and renamed into place (`outputs.open_atomically`),
+built under a temporary name and renamed into place (`atomic.open_atomically`),
 so a reader never sees a partial array and an interrupted run leaves nothing
 behind. The format is
 NumPy's own (version 1.0: magic, header length, a dict, space padding); we
@@ -41,7 +41,7 @@ def _header(descr: str, length: int) -> bytes:
 class NpyWriter:
     """Append raw little-endian elements of `dtype` inside a `with` block.
 
-    The file is built by `outputs.open_atomically`: when the block ends the
+    The file is built by `atomic.open_atomically`: when the block ends the
     header is rewritten with the real length and the file renamed into place;
     if it raises, nothing is left and an old `path` is untouched.
     """

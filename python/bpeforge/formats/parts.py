@@ -9,7 +9,7 @@ Writers take any object with the tokenizer's `vocab`, `merges`, `special_tokens`
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple, Union
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ class TokenizerParts(NamedTuple):
 
     vocab: dict[int, bytes]
     merges: Merges
-    special_tokens: list[str]
+    special_tokens: Iterable[str] | None
     pattern: str
 
 

@@ -186,14 +186,14 @@ def _encode_text(tokenizer: Tokenizer, shard: Shard, writer: NpyWriter) -> np.nd
         starts.append((np.flatnonzero(np.isin(ids, special_ids)) + 1 + writer.length).astype(np.uint64))
         writer.write(data)
 
-    tokenizer._core.encode_files([shard.core_source()], writer.dtype.itemsize, write, 1)
+    tokenizer._core.encode_files([shard.core_source()], writer.itemsize, write, 1)
     return np.concatenate(starts)
 
 
 def _encode_rows(tokenizer: Tokenizer, texts: list[str], writer: NpyWriter) -> np.ndarray:
     """A Dataset block's ids: each row is a document, following the previous one."""
-    packed = tokenizer._core.encode_batch_packed(texts, writer.dtype.itemsize, 1)
-    lengths = np.array([len(ids) // writer.dtype.itemsize for ids in packed], dtype=np.uint64)
+    packed = tokenizer._core.encode_batch_packed(texts, writer.itemsize, 1)
+    lengths = np.array([len(ids) // writer.itemsize for ids in packed], dtype=np.uint64)
     writer.write(b"".join(packed))
     return np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(lengths)[:-1]]) if len(packed) else lengths
 
