@@ -91,6 +91,12 @@ impl CountsFile {
             if previous.as_deref().is_some_and(|p| p >= bytes.as_slice()) {
                 return Err(bad("corrupt: entries are not sorted and unique".into()));
             }
+            // `bpeforge count` writes only pre-tokens it saw; a count of 0
+            // would make pairs that are in no word (the merge loop takes a
+            // pair of count 0 for no pair at all).
+            if n == 0 {
+                return Err(bad(format!("corrupt: pre-token {:?} has a count of 0", String::from_utf8_lossy(&bytes))));
+            }
             counts.insert(&bytes, n);
             previous = Some(bytes.clone());
         }
@@ -218,6 +224,19 @@ mod tests {
         lying[specials_at..specials_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = CountsFile::read_from(lying.as_slice(), "c.bin").unwrap_err();
         assert_eq!(err.to_string(), "c.bin: the file is truncated");
+    }
+
+    #[test]
+    fn a_count_of_zero_is_refused() {
+        let mut counts = PretokenCounts::default();
+        counts.insert(b"ab", 3);
+        let mut written = Vec::new();
+        CountsFile { pattern: "gpt2".into(), counts, ..CountsFile::default() }.write_to(&mut written).unwrap();
+        // The one entry's u64 count ends 4 bytes before the end (the end marker).
+        let count_at = written.len() - 4 - 8;
+        written[count_at..count_at + 8].copy_from_slice(&0u64.to_le_bytes());
+        let err = CountsFile::read_from(written.as_slice(), "z.bin").unwrap_err();
+        assert_eq!(err.to_string(), "z.bin: corrupt: pre-token \"ab\" has a count of 0");
     }
 
     #[test]

@@ -11,8 +11,10 @@
 
 pub mod count;
 pub mod counts_file;
+mod deltas;
 pub mod extend;
 pub mod merge;
+mod pairs;
 pub mod profile;
 pub mod queue;
 pub mod short_counts;

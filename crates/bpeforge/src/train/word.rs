@@ -1,9 +1,15 @@
 //! The distinct pre-tokens as symbol sequences, merged in place.
 //!
-//! All words live in one contiguous arena (`WordStore`), each a span that only
-//! shrinks as merges apply. One allocation per word made every visit of the
-//! merge loop a cache miss; with the arena, the loop's visits in word order
-//! walk memory forward.
+//! All words live in one contiguous arena (`WordStore`), each its length and
+//! then its symbols, and only shrinks as merges apply. One allocation per word
+//! made every visit of the merge loop a cache miss; with the arena, the loop's
+//! visits in word order walk memory forward.
+//!
+//! The length sits in the arena, next to the symbols it is read with, so that
+//! the per-word index is only the start (8 bytes a word instead of 16 for a
+//! start and a length): the merge loop's visits are cache misses on that
+//! index and on the symbols, and the smaller index took 3-5% off the merge
+//! phase at 500 MB / 32k.
 
 use crate::prefetch::prefetch;
 
@@ -13,69 +19,74 @@ pub type Pair = (u32, u32);
 /// The words of the merge loop: symbols of every word in one arena.
 #[derive(Debug, Clone, Default)]
 pub struct WordStore {
-    symbols: Vec<u32>,
-    /// Per word: start in `symbols` and current length.
-    spans: Vec<(usize, u32)>,
+    /// Per word, its current length, then its symbols (the tail left by a
+    /// merge that shortened it is garbage).
+    arena: Vec<u32>,
+    /// Per word: where its length lies in `arena`.
+    starts: Vec<usize>,
 }
 
 impl WordStore {
     /// Add a word of single bytes (symbol id = byte value); returns its index.
     pub fn push_bytes(&mut self, bytes: &[u8]) -> u32 {
-        let index = self.spans.len() as u32;
-        self.spans.push((self.symbols.len(), bytes.len() as u32));
-        self.symbols.extend(bytes.iter().map(|&b| b as u32));
-        index
+        self.push(bytes.len(), bytes.iter().map(|&b| b as u32))
     }
 
     /// Add a word of symbols; returns its index.
     pub fn push_symbols(&mut self, symbols: &[u32]) -> u32 {
-        let index = self.spans.len() as u32;
-        self.spans.push((self.symbols.len(), symbols.len() as u32));
-        self.symbols.extend_from_slice(symbols);
+        self.push(symbols.len(), symbols.iter().copied())
+    }
+
+    fn push(&mut self, len: usize, symbols: impl Iterator<Item = u32>) -> u32 {
+        let index = self.starts.len() as u32;
+        self.starts.push(self.arena.len());
+        self.arena.push(len as u32);
+        self.arena.extend(symbols);
         index
     }
 
     pub fn len(&self) -> usize {
-        self.spans.len()
+        self.starts.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.starts.is_empty()
     }
 
     pub fn symbols(&self, word: u32) -> &[u32] {
-        let (start, len) = self.spans[word as usize];
-        &self.symbols[start..start + len as usize]
+        let start = self.starts[word as usize];
+        let len = self.arena[start] as usize;
+        &self.arena[start + 1..start + 1 + len]
     }
 
     pub fn pairs(&self, word: u32) -> impl Iterator<Item = Pair> + '_ {
         self.symbols(word).windows(2).map(|w| (w[0], w[1]))
     }
 
-    /// Hint that `word`'s symbols will be read soon (its span should be in
-    /// cache by then: see `prefetch_span`).
+    /// Hint that `word`'s length and symbols will be read soon (its start
+    /// should be in cache by then: see `prefetch_start`).
     #[inline]
     pub fn prefetch_symbols(&self, word: u32) {
-        if let Some(&(start, _)) = self.spans.get(word as usize) {
-            if let Some(first) = self.symbols.get(start) {
-                prefetch(first);
+        if let Some(&start) = self.starts.get(word as usize) {
+            if let Some(len) = self.arena.get(start) {
+                prefetch(len);
             }
         }
     }
 
     #[inline]
-    pub fn prefetch_span(&self, word: u32) {
-        if let Some(span) = self.spans.get(word as usize) {
-            prefetch(span);
+    pub fn prefetch_start(&self, word: u32) {
+        if let Some(start) = self.starts.get(word as usize) {
+            prefetch(start);
         }
     }
 
     /// Merge `pair` into `new` inside one word (see `merge_symbols`).
     pub fn merge(&mut self, word: u32, pair: Pair, new: u32, changed: impl FnMut(Pair, i64)) {
-        let (start, len) = self.spans[word as usize];
-        let symbols = &mut self.symbols[start..start + len as usize];
-        let new_len = merge_symbols(symbols, pair, new, changed);
-        self.spans[word as usize].1 = new_len as u32;
+        let start = self.starts[word as usize];
+        let len = self.arena[start] as usize;
+        let new_len = merge_symbols(&mut self.arena[start + 1..start + 1 + len], pair, new, changed);
+        self.arena[start] = new_len as u32;
     }
 }
 
