@@ -24,7 +24,7 @@ use crate::chunking::find_cut;
 use crate::error::Error;
 use crate::packed::{hash_packed, pack_in};
 use crate::pattern::Pattern;
-use crate::piece_table::{LongPieceTable, PieceTable};
+use crate::piece_table::{LongPieceTable, PieceTable, INLINE_IDS};
 use crate::prefetch::{L1, L2};
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
@@ -190,15 +190,49 @@ impl Encoder {
         Ok(())
     }
 
-    /// Encode the pre-tokens of `batch` in order and empty it.
+    /// Encode the pre-tokens of `batch` in order and empty it: runs of pieces
+    /// the thread's table holds (`encode_hits`), and each piece between them
+    /// by `encode_pretoken`.
     fn encode_batch_of_pieces(&self, batch: &mut PieceBatch<'_>, state: &mut EncodeState, out: &mut Vec<u32>) {
-        for i in 0..batch.len {
+        let mut i = 0;
+        while i < batch.len {
+            i = self.encode_hits(batch, i, state, out);
+            if i < batch.len {
+                self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
+                i += 1;
+            }
+        }
+        batch.len = 0;
+    }
+
+    /// The warm path: from piece `from` on, as long as the thread's table
+    /// holds each piece's ids inline, write them and go on; the index of the
+    /// first piece it does not hold (or of the window's end). Each hit writes
+    /// all `INLINE_IDS` id slots into room made for the window and keeps
+    /// `len` of them, so a piece costs no capacity check and no branch on its
+    /// length.
+    #[inline(always)]
+    fn encode_hits(&self, batch: &PieceBatch<'_>, from: usize, state: &mut EncodeState, out: &mut Vec<u32>) -> usize {
+        let window_end = batch.len.min(from + HIT_WINDOW);
+        let start = out.len();
+        out.resize(start + (window_end - from) * INLINE_IDS, 0);
+        let (mut i, mut end) = (from, start);
+        while i < window_end {
             if i + L1_AHEAD < batch.len {
                 state.table.prefetch::<L1>(batch.hashes[i + L1_AHEAD]);
             }
-            self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
+            let key = batch.keys[i];
+            if key == 0 {
+                break;
+            }
+            let Some((ids, len)) = state.table.get_inline(key, batch.hashes[i]) else { break };
+            out[end..end + INLINE_IDS].copy_from_slice(&ids);
+            end += len;
+            i += 1;
         }
-        batch.len = 0;
+        out.truncate(end);
+        state.hits += (i - from) as u64;
+        i
     }
 
     /// `key` is the packed pre-token (0 when it is too long to pack) and
@@ -206,7 +240,10 @@ impl Encoder {
     #[inline]
     fn encode_pretoken(&self, bytes: &[u8], key: u128, hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
         if bytes.len() == 1 {
-            out.push(self.vocab.byte_id(bytes[0]));
+            let id = self.vocab.byte_id(bytes[0]);
+            out.push(id);
+            // Kept in the table too, so that the warm path takes it.
+            state.table.insert(key, hash, &[id]);
             return;
         }
         if key == 0 {
@@ -568,6 +605,9 @@ struct PieceBatch<'t> {
 
 const BATCH: usize = 256;
 const L1_AHEAD: usize = 4;
+/// The pieces `encode_hits` makes room for at once: a miss wastes the
+/// zeroing of at most this many pieces' id slots (384 bytes).
+const HIT_WINDOW: usize = 32;
 
 impl<'t> PieceBatch<'t> {
     fn new(document: &'t [u8]) -> Self {
@@ -577,7 +617,7 @@ impl<'t> PieceBatch<'t> {
     /// Add a pre-token; true when the batch is full.
     #[inline(always)]
     fn push(&mut self, bytes: &'t [u8], table: &PieceTable) -> bool {
-        let key = if bytes.len() > 1 { pack_in(self.document, bytes).unwrap_or(0) } else { 0 };
+        let key = pack_in(self.document, bytes).unwrap_or(0);
         let mut hash = 0;
         if key != 0 {
             hash = hash_packed(key);
