@@ -488,8 +488,9 @@ impl EncodeState {
     /// Its long-piece table is capped at `PRIVATE_LONG_TABLE_BYTES`: a run
     /// keeps one state per worker, and file encoding promises flat memory.
     pub fn private() -> Self {
+        let table = PieceTable::with_max_buckets(PRIVATE_TABLE_BUCKETS);
         let long = LongPieceTable::with_max_bytes(PRIVATE_LONG_TABLE_BYTES);
-        Self { private: true, long, ..Self::default() }
+        Self { private: true, table, long, ..Self::default() }
     }
 
     fn flush_counts(&mut self) {
@@ -504,6 +505,7 @@ impl EncodeState {
 const STREAMING_TABLE_BUCKETS: usize = 1 << 10;
 const STREAMING_LONG_TABLE_BYTES: usize = 128 << 10;
 const PRIVATE_LONG_TABLE_BYTES: usize = 4 << 20;
+const PRIVATE_TABLE_BUCKETS: usize = 1 << 18;
 
 /// The states of finished calls, lent again to later ones so that their own
 /// tables stay warm: the encoder keeps one (`pooled_state`), and file

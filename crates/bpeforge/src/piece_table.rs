@@ -168,10 +168,10 @@ impl PieceTable {
         if self.buckets.is_empty() {
             self.resize(FIRST_BUCKETS.min(self.max_buckets));
         } else if self.buckets.len() < self.max_buckets
-            && (self.entries * 4 >= self.buckets.len() * WAYS * 3 || self.bucket_full(key, hash))
+            && (self.entries * 2 >= self.buckets.len() * WAYS || self.no_room(key, hash))
         {
-            // Three quarters full, or this bucket is: grow rather than evict
-            // while the bound allows.
+            // Half full, or `key` would evict: grow rather than evict while
+            // the bound allows.
             self.resize(self.buckets.len() * 2);
         }
         let mut slot = Slot { key, ids: [0; INLINE_IDS], len: ids.len() as u32 };
@@ -196,8 +196,9 @@ impl PieceTable {
         self.buckets[index].0.iter().chain(self.buckets[index ^ 1].0.iter())
     }
 
-    fn bucket_full(&self, key: u128, hash: u64) -> bool {
-        self.buckets[self.bucket_index(hash)].0.iter().all(|slot| slot.key != 0 && slot.key != key)
+    /// Whether `key`'s bucket and the one beside it are full of other keys.
+    fn no_room(&self, key: u128, hash: u64) -> bool {
+        self.slots_of(hash).all(|slot| slot.key != 0 && slot.key != key)
     }
 
     /// Put `slot` in an empty way of its bucket, else of the bucket beside
