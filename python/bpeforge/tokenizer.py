@@ -220,8 +220,8 @@ class Tokenizer:
         `thread_tables`, `thread_table_bytes`.
 
         The shared cache holds `entries` in `bytes`. Each thread that encodes
-        looks in its own tables first (up to 3 MiB for pieces of 15 bytes or
-        less, 16 MiB for longer ones, kept between calls while the cache is
+        looks in its own tables first (up to 9 MiB for pieces of 15 bytes or
+        less, 32 MiB for longer ones, kept between calls while the cache is
         on: `thread_tables` of them are kept now, in `thread_table_bytes`).
         `hits` counts the pre-tokens of 2 bytes or more that a cache answered,
         `misses` those whose merges were applied.
