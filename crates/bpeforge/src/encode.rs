@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use rayon::prelude::*;
 
 use crate::bpe::{encode_piece, Scratch};
-use crate::cache::{CacheInfo, SharedCache, DEFAULT_CACHE_BYTES};
+use crate::cache::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
 use crate::packed::{hash_packed, pack_in};
@@ -161,7 +161,9 @@ impl Encoder {
         encode: impl FnOnce(&mut EncodeState) -> Result<(), Error>,
     ) -> Result<(), Error> {
         self.attach(state);
+        state.skip_shared_lookups = state.shared.as_ref().is_some_and(|(_, shared)| shared.seems_empty());
         let result = encode(state);
+        state.flush_new_entries();
         state.flush_counts();
         result
     }
@@ -255,7 +257,7 @@ impl Encoder {
         }
         let start = out.len();
         let shared = state.shared.as_ref().map(|(_, shared)| &**shared).filter(|shared| shared.is_enabled());
-        if let Some(shared) = shared {
+        if let Some(shared) = shared.filter(|_| !state.skip_shared_lookups) {
             if shared.get(key, hash, out) {
                 state.hits += 1;
                 state.table.insert(key, hash, &out[start..]);
@@ -265,7 +267,12 @@ impl Encoder {
         state.misses += 1;
         encode_piece(bytes, &self.vocab, &mut state.scratch, out);
         if let Some(shared) = shared.filter(|_| !state.lookup_only) {
-            shared.insert(key, hash, &out[start..]);
+            // Added in groups (`SharedCache::insert_all`), at the end of the
+            // call or when this many wait.
+            state.new_entries.extend(NewEntry::new(key, hash, &out[start..]));
+            if state.new_entries.len() >= NEW_ENTRIES_MAX {
+                shared.insert_all(&mut state.new_entries);
+            }
         }
         state.table.insert(key, hash, &out[start..]);
     }
@@ -463,6 +470,11 @@ pub struct EncodeState {
     misses: u64,
     /// Read the shared cache but add nothing to it.
     lookup_only: bool,
+    /// This call does not read the shared cache (it was empty when the call
+    /// began: `SharedCache::seems_empty`).
+    skip_shared_lookups: bool,
+    /// Pieces merged in this call, not yet in the shared cache.
+    new_entries: Vec<NewEntry>,
     /// Never use the shared cache: the thread's own table only.
     private: bool,
 }
@@ -493,6 +505,12 @@ impl EncodeState {
         Self { private: true, table, long, ..Self::default() }
     }
 
+    fn flush_new_entries(&mut self) {
+        if let Some((_, shared)) = &self.shared {
+            shared.insert_all(&mut self.new_entries);
+        }
+    }
+
     fn flush_counts(&mut self) {
         if let Some((_, shared)) = &self.shared {
             shared.record(self.hits, self.misses);
@@ -506,6 +524,9 @@ const STREAMING_TABLE_BUCKETS: usize = 1 << 10;
 const STREAMING_LONG_TABLE_BYTES: usize = 128 << 10;
 const PRIVATE_LONG_TABLE_BYTES: usize = 4 << 20;
 const PRIVATE_TABLE_BUCKETS: usize = 1 << 18;
+/// Merged pieces a state holds for the shared cache before adding them
+/// (40 bytes each: 640 KiB).
+const NEW_ENTRIES_MAX: usize = 16 << 10;
 
 /// The states of finished calls, lent again to later ones so that their own
 /// tables stay warm: the encoder keeps one (`pooled_state`), and file
