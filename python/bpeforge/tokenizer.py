@@ -184,7 +184,8 @@ class Tokenizer:
         """The ids of `text` as a uint32 array, made without a Python int per id."""
         import numpy as np
 
-        return np.frombuffer(self._core.encode_to_buffer(_check_str(text)), dtype=np.dtype("<u4"))
+        # The array is over the encoder's own buffer (`__array_interface__`): no copy.
+        return np.asarray(self._core.encode_to_array(_check_str(text)))
 
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
@@ -201,8 +202,8 @@ class Tokenizer:
         import numpy as np
 
         texts = _check_texts(texts, num_threads, "encode_batch_to_numpy")
-        ids, offsets = self._core.encode_batch_to_buffers(texts, num_threads)
-        return np.frombuffer(ids, dtype=np.dtype("<u4")), np.frombuffer(offsets, dtype=np.dtype("<i8"))
+        ids, offsets = self._core.encode_batch_to_arrays(texts, num_threads)
+        return np.asarray(ids), np.frombuffer(offsets, dtype=np.dtype("<i8"))
 
     @property
     def cache_size(self) -> int:

@@ -18,6 +18,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString};
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
+use crate::id_array::IdArray;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
 use crate::text::utf8;
@@ -220,23 +221,23 @@ impl PyEncoder {
         self.id_list(py, &ids)
     }
 
-    /// The ids of `text` as raw little-endian uint32 in a bytearray (for
-    /// `numpy.frombuffer`): no Python int per id.
-    fn encode_to_buffer<'py>(&self, py: Python<'py>, text: Bound<'py, PyString>) -> PyResult<Bound<'py, PyByteArray>> {
+    /// The ids of `text` for `numpy.asarray` (`IdArray`): no Python int per
+    /// id, and no copy.
+    fn encode_to_array(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<IdArray> {
         let ids = self.encode_interruptible(py, utf8(&text)?, true, None)?;
-        id_buffer(py, &ids)
+        Ok(IdArray::new(ids))
     }
 
-    /// Encode `texts` in parallel; returns all ids concatenated and the
-    /// `len(texts) + 1` offsets of each text's ids in them (int64), both as
-    /// raw little-endian bytearrays.
+    /// Encode `texts` in parallel; returns all ids concatenated (an
+    /// `IdArray`) and the `len(texts) + 1` offsets of each text's ids in them
+    /// (int64, a raw little-endian bytearray).
     #[pyo3(signature = (texts, num_threads=None))]
-    fn encode_batch_to_buffers<'py>(
+    fn encode_batch_to_arrays<'py>(
         &self,
         py: Python<'py>,
         texts: Vec<String>,
         num_threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)> {
+    ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
         let encoder = &self.inner;
         let mut all: Vec<u32> = Vec::new();
         let mut offsets: Vec<i64> = Vec::with_capacity(texts.len() + 1);
@@ -258,7 +259,7 @@ impl PyEncoder {
             }
             Ok(())
         })?;
-        Ok((id_buffer(py, &all)?, offsets))
+        Ok((IdArray::new(all), offsets))
     }
 
     /// Replace the shared piece cache by an empty one of at most `bytes` (0: off).
@@ -359,16 +360,16 @@ impl PyEncoder {
         self.id_list(py, &ids)
     }
 
-    /// `encode_allowing` as `encode_to_buffer` returns ids.
-    fn encode_allowing_to_buffer<'py>(
+    /// `encode_allowing` as `encode_to_array` returns ids.
+    fn encode_allowing_to_array(
         &self,
-        py: Python<'py>,
-        text: Bound<'py, PyString>,
+        py: Python<'_>,
+        text: Bound<'_, PyString>,
         allowed: Vec<bool>,
-    ) -> PyResult<Bound<'py, PyByteArray>> {
+    ) -> PyResult<IdArray> {
         self.check_mask(&allowed)?;
         let ids = self.encode_interruptible(py, utf8(&text)?, true, Some(&allowed))?;
-        id_buffer(py, &ids)
+        Ok(IdArray::new(ids))
     }
 
     /// `encode_allowing` over `texts` in parallel, as `encode_batch`.
@@ -485,16 +486,6 @@ fn groups_by_bytes<T: AsRef<str>>(texts: &[T], bytes: usize) -> impl Iterator<It
         let (group, tail) = rest.split_at(end);
         rest = tail;
         Some(group)
-    })
-}
-
-/// `ids` as little-endian uint32 in a new bytearray, written in place (one copy).
-fn id_buffer<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyByteArray>> {
-    PyByteArray::new_with(py, ids.len() * 4, |buffer| {
-        for (chunk, id) in buffer.chunks_exact_mut(4).zip(ids) {
-            chunk.copy_from_slice(&id.to_le_bytes());
-        }
-        Ok(())
     })
 }
 
