@@ -103,6 +103,17 @@ class Encoder:
         chunk_size: int | None = None,
         progress: Callable[[str, int, int], Any] | None = None,
     ) -> int: ...
+    def encode_files_to_fd(
+        self,
+        paths: Sequence[Source],
+        width: int,
+        fd: int,
+        offset: int,
+        name: str,
+        num_threads: int | None = None,
+        chunk_size: int | None = None,
+        progress: Callable[[str, int, int], Any] | None = None,
+    ) -> tuple[int, int]: ...
     # tiktoken's special-token policy: masks over the encoder's special tokens, in order.
     def encode_allowing(self, text: str, allowed: list[bool]) -> list[int]: ...
     def encode_allowing_to_array(self, text: str, allowed: list[bool]) -> IdArray: ...

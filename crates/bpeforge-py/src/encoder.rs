@@ -5,8 +5,10 @@
 //! threads; every method that does real work releases the GIL.
 
 use std::panic::resume_unwind;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use bpeforge::append_file::Appender;
 use bpeforge::bpe::{encode_piece, Scratch};
 use bpeforge::cache::DEFAULT_CACHE_BYTES;
 use bpeforge::encode::EncodeState;
@@ -345,6 +347,48 @@ impl PyEncoder {
         run_detached(py, &observer, || {
             encode_files(&self.inner, &sources, chunk_size, &pool, &observer, pack, &mut sink)
         })
+    }
+
+    /// `encode_files`, appending the packed ids to the open file `fd` from
+    /// byte `offset` on, past the page cache where the system allows
+    /// (`bpeforge::append_file`), instead of calling `write` under the GIL;
+    /// `name` names the file in errors. Returns the bytes read and the bytes
+    /// appended. The caller keeps `fd` open, and its own buffer flushed,
+    /// for the call.
+    #[pyo3(signature = (paths, width, fd, offset, name, num_threads=None, chunk_size=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_files_to_fd(
+        &self,
+        py: Python<'_>,
+        paths: Vec<SourceArg>,
+        width: usize,
+        fd: i32,
+        offset: u64,
+        name: PathBuf,
+        num_threads: Option<usize>,
+        chunk_size: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(u64, u64)> {
+        self.check_width(width)?;
+        let pool = thread_pool(num_threads)?;
+        let observer = PyObserver::new(progress);
+        let output_error = |source| to_py_err(bpeforge::Error::Io { path: name.clone(), source });
+        // SAFETY: the caller holds `fd` open, writable, until this returns.
+        let mut appender = unsafe { Appender::for_fd(fd, offset) }.map_err(output_error)?;
+        let mut sink = |packed: Vec<Vec<u8>>| {
+            packed
+                .iter()
+                .try_for_each(|part| appender.append(part))
+                .map_err(|source| bpeforge::Error::Io { path: name.clone(), source })
+        };
+        let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
+        let pack = |ids: Vec<u32>| pack_ids(&ids, width);
+        let sources = to_sources(paths);
+        let read = run_detached(py, &observer, || {
+            encode_files(&self.inner, &sources, chunk_size, &pool, &observer, pack, &mut sink)
+        })?;
+        let appended = py.detach(|| appender.finish()).map_err(output_error)?;
+        Ok((read, appended))
     }
 
     /// tiktoken's policy (`bpeforge.tiktoken`): only the special tokens that
