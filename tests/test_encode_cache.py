@@ -10,6 +10,7 @@ Tests that need no fixture use a small vocabulary and always run.
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import pickle
 import random
 import threading
@@ -209,6 +210,21 @@ def test_encode_to_numpy_equals_encode(text):
     ids = tok.encode_to_numpy(text)
     assert ids.dtype == np.uint32 and ids.ndim == 1
     assert ids.tolist() == tok.encode(text)
+
+
+def test_encode_to_numpy_owns_its_ids_without_a_copy():
+    """The array is over the encoder's own buffer (`__array_interface__`): it outlives the
+    tokenizer, is writable like any array a user makes, and each call gets its own memory."""
+    tok = small_tokenizer()
+    text = "".join(distinct_words(700))
+    first, second = tok.encode_to_numpy(text), tok.encode_to_numpy(text)
+    expected = tok.encode(text)
+    assert first.base is not None and type(first.base).__name__ == "IdArray"
+    assert first.flags.writeable and not np.shares_memory(first, second)
+    first[:] = 7
+    del tok
+    gc.collect()
+    assert second.tolist() == expected and set(first.tolist()) == {7}
 
 
 @pytest.mark.parametrize("threads", [None, 1, 2])

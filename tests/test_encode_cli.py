@@ -96,6 +96,21 @@ def test_encode_writes_uint16_ids_of_each_file(encoded, tokenizer, inputs):
     assert "bytes/token" in result.stdout
 
 
+@pytest.mark.parametrize("words", [0, 1, 700, 2_000, 300_000])
+@pytest.mark.parametrize("dtype", ["uint16", "uint32"])
+def test_ids_appended_past_the_page_cache_are_the_ids(tokenizer, tmp_path, words, dtype):
+    """The core appends a text file's ids itself, with O_DIRECT where it can, a page at a time and the
+    last partial page plainly (`append_file.rs`): every size around a page must come out whole."""
+    from bpeforge.encode_files import encode_files
+
+    path = tmp_path / "text.txt"
+    path.write_bytes(generated_text(words, words).encode("utf-8"))
+    out = tmp_path / "ids.npy"
+    encode_files(tokenizer, [path], out, dtype=dtype, progress=False, separator=7 if words == 700 else None)
+    expected = tokenizer.encode(path.read_bytes().decode("utf-8")) + ([7] if words == 700 else [])
+    assert np.load(out).tolist() == expected
+
+
 def test_threads_do_not_change_the_output(encoded, tokenizer_dir, inputs, tmp_path):
     outputs = []
     for threads in ("1", "2"):

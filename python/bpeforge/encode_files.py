@@ -107,9 +107,15 @@ def encode_files(
             for source_kind, paths in segments:
                 if source_kind == "text":
                     sources = [os.fspath(path) for path in paths]
-                    counter.done += tokenizer._core.encode_files(
-                        sources, DTYPES[dtype], writer.write, threads, None, counter.core
-                    )
+
+                    def append(fd: int, offset: int, sources: list[str] = sources) -> int:
+                        read, appended = tokenizer._core.encode_files_to_fd(
+                            sources, DTYPES[dtype], fd, offset, os.fspath(writer.path), threads, None, counter.core
+                        )
+                        counter.done += read
+                        return appended
+
+                    writer.append_from_core(append)
                     if separator is not None:
                         writer.write(separator.to_bytes(writer.itemsize, "little"))
                 else:

@@ -63,12 +63,23 @@ class Tokenizer:
         pattern: str = "gpt2",
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        _check_cache_size(cache_size)
         if not isinstance(vocab, dict):
             raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
-        self._vocab = dict(vocab)
-        _check_ids(self._vocab)
-        self._merges = [(bytes(left), bytes(right)) for left, right in merges]
+        self._build(dict(vocab), [(bytes(left), bytes(right)) for left, right in merges], special_tokens, pattern, cache_size)
+
+    def _build(
+        self,
+        vocab: dict[int, bytes],
+        merges: list[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | None,
+        pattern: str,
+        cache_size: int,
+    ) -> None:
+        """The constructor, for a `vocab` dict of its own and a list of `merges` that are pairs of bytes."""
+        _check_cache_size(cache_size)
+        _check_ids(vocab)
+        self._vocab = vocab
+        self._merges = merges
         self._special_tokens = _unique_specials(special_tokens)
         _refuse_specials_that_are_tokens(self._vocab, self._merges, self._special_tokens)
         _append_missing_specials(self._vocab, self._special_tokens)
@@ -118,10 +129,14 @@ class Tokenizer:
     def _from_parts(cls, parts: TokenizerParts, path: str | os.PathLike[str], cache_size: int) -> Tokenizer:
         """The tokenizer `path` holds; what the constructor refuses (a byte or a merge result missing from
         the vocab, say) is reported with the path."""
+        # The readers give a dict and a list of pairs of bytes of their own: no copies (for o200k's 200k
+        # tokens they took 0.05 s).
+        tokenizer = cls.__new__(cls)
         try:
-            return cls(parts.vocab, parts.merges, parts.special_tokens, pattern=parts.pattern, cache_size=cache_size)
+            tokenizer._build(parts.vocab, parts.merges, parts.special_tokens, parts.pattern, cache_size)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
+        return tokenizer
 
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the directory `Tokenizer.load` reads back: `vocab.json`, `merges.txt`, `bpeforge.json`."""
@@ -184,7 +199,8 @@ class Tokenizer:
         """The ids of `text` as a uint32 array, made without a Python int per id."""
         import numpy as np
 
-        return np.frombuffer(self._core.encode_to_buffer(_check_str(text)), dtype=np.dtype("<u4"))
+        # The array is over the encoder's own buffer (`__array_interface__`): no copy.
+        return np.asarray(self._core.encode_to_array(_check_str(text)))
 
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
@@ -201,8 +217,8 @@ class Tokenizer:
         import numpy as np
 
         texts = _check_texts(texts, num_threads, "encode_batch_to_numpy")
-        ids, offsets = self._core.encode_batch_to_buffers(texts, num_threads)
-        return np.frombuffer(ids, dtype=np.dtype("<u4")), np.frombuffer(offsets, dtype=np.dtype("<i8"))
+        ids, offsets = self._core.encode_batch_to_arrays(texts, num_threads)
+        return np.asarray(ids), np.frombuffer(offsets, dtype=np.dtype("<i8"))
 
     @property
     def cache_size(self) -> int:
@@ -220,8 +236,8 @@ class Tokenizer:
         `thread_tables`, `thread_table_bytes`.
 
         The shared cache holds `entries` in `bytes`. Each thread that encodes
-        looks in its own tables first (up to 3 MiB for pieces of 15 bytes or
-        less, 16 MiB for longer ones, kept between calls while the cache is
+        looks in its own tables first (up to 9 MiB for pieces of 15 bytes or
+        less, 32 MiB for longer ones, kept between calls while the cache is
         on: `thread_tables` of them are kept now, in `thread_table_bytes`).
         `hits` counts the pre-tokens of 2 bytes or more that a cache answered,
         `misses` those whose merges were applied.
@@ -337,6 +353,11 @@ class Tokenizer:
 
 
 def _check_ids(vocab: dict[int, bytes]) -> None:
+    # The common case in C loops (0.02 s for o200k's 200k tokens, against 0.09 s for the loop below,
+    # which names the first bad entry).
+    exact_types = all(type(token_id) is int for token_id in vocab) and all(type(t) is bytes for t in vocab.values())
+    if exact_types and (not vocab or (min(vocab) >= 0 and max(vocab) < 2**32)):
+        return
     for token_id, token in vocab.items():
         if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**32:
             raise ValueError(f"token id {token_id!r} (for {token!r}) must be an integer in 0..2**32")

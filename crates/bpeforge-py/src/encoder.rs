@@ -5,8 +5,10 @@
 //! threads; every method that does real work releases the GIL.
 
 use std::panic::resume_unwind;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use bpeforge::append_file::Appender;
 use bpeforge::bpe::{encode_piece, Scratch};
 use bpeforge::cache::DEFAULT_CACHE_BYTES;
 use bpeforge::encode::EncodeState;
@@ -18,6 +20,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString};
 
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
+use crate::id_array::IdArray;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
 use crate::text::utf8;
@@ -220,23 +223,23 @@ impl PyEncoder {
         self.id_list(py, &ids)
     }
 
-    /// The ids of `text` as raw little-endian uint32 in a bytearray (for
-    /// `numpy.frombuffer`): no Python int per id.
-    fn encode_to_buffer<'py>(&self, py: Python<'py>, text: Bound<'py, PyString>) -> PyResult<Bound<'py, PyByteArray>> {
+    /// The ids of `text` for `numpy.asarray` (`IdArray`): no Python int per
+    /// id, and no copy.
+    fn encode_to_array(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<IdArray> {
         let ids = self.encode_interruptible(py, utf8(&text)?, true, None)?;
-        id_buffer(py, &ids)
+        Ok(IdArray::new(ids))
     }
 
-    /// Encode `texts` in parallel; returns all ids concatenated and the
-    /// `len(texts) + 1` offsets of each text's ids in them (int64), both as
-    /// raw little-endian bytearrays.
+    /// Encode `texts` in parallel; returns all ids concatenated (an
+    /// `IdArray`) and the `len(texts) + 1` offsets of each text's ids in them
+    /// (int64, a raw little-endian bytearray).
     #[pyo3(signature = (texts, num_threads=None))]
-    fn encode_batch_to_buffers<'py>(
+    fn encode_batch_to_arrays<'py>(
         &self,
         py: Python<'py>,
         texts: Vec<String>,
         num_threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)> {
+    ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
         let encoder = &self.inner;
         let mut all: Vec<u32> = Vec::new();
         let mut offsets: Vec<i64> = Vec::with_capacity(texts.len() + 1);
@@ -258,7 +261,7 @@ impl PyEncoder {
             }
             Ok(())
         })?;
-        Ok((id_buffer(py, &all)?, offsets))
+        Ok((IdArray::new(all), offsets))
     }
 
     /// Replace the shared piece cache by an empty one of at most `bytes` (0: off).
@@ -346,6 +349,48 @@ impl PyEncoder {
         })
     }
 
+    /// `encode_files`, appending the packed ids to the open file `fd` from
+    /// byte `offset` on, past the page cache where the system allows
+    /// (`bpeforge::append_file`), instead of calling `write` under the GIL;
+    /// `name` names the file in errors. Returns the bytes read and the bytes
+    /// appended. The caller keeps `fd` open, and its own buffer flushed,
+    /// for the call.
+    #[pyo3(signature = (paths, width, fd, offset, name, num_threads=None, chunk_size=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_files_to_fd(
+        &self,
+        py: Python<'_>,
+        paths: Vec<SourceArg>,
+        width: usize,
+        fd: i32,
+        offset: u64,
+        name: PathBuf,
+        num_threads: Option<usize>,
+        chunk_size: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(u64, u64)> {
+        self.check_width(width)?;
+        let pool = thread_pool(num_threads)?;
+        let observer = PyObserver::new(progress);
+        let output_error = |source| to_py_err(bpeforge::Error::Io { path: name.clone(), source });
+        // SAFETY: the caller holds `fd` open, writable, until this returns.
+        let mut appender = unsafe { Appender::for_fd(fd, offset) }.map_err(output_error)?;
+        let mut sink = |packed: Vec<Vec<u8>>| {
+            packed
+                .iter()
+                .try_for_each(|part| appender.append(part))
+                .map_err(|source| bpeforge::Error::Io { path: name.clone(), source })
+        };
+        let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
+        let pack = |ids: Vec<u32>| pack_ids(&ids, width);
+        let sources = to_sources(paths);
+        let read = run_detached(py, &observer, || {
+            encode_files(&self.inner, &sources, chunk_size, &pool, &observer, pack, &mut sink)
+        })?;
+        let appended = py.detach(|| appender.finish()).map_err(output_error)?;
+        Ok((read, appended))
+    }
+
     /// tiktoken's policy (`bpeforge.tiktoken`): only the special tokens that
     /// `allowed` marks (a mask over `special_tokens`) are tokens, the others text.
     fn encode_allowing<'py>(
@@ -359,16 +404,16 @@ impl PyEncoder {
         self.id_list(py, &ids)
     }
 
-    /// `encode_allowing` as `encode_to_buffer` returns ids.
-    fn encode_allowing_to_buffer<'py>(
+    /// `encode_allowing` as `encode_to_array` returns ids.
+    fn encode_allowing_to_array(
         &self,
-        py: Python<'py>,
-        text: Bound<'py, PyString>,
+        py: Python<'_>,
+        text: Bound<'_, PyString>,
         allowed: Vec<bool>,
-    ) -> PyResult<Bound<'py, PyByteArray>> {
+    ) -> PyResult<IdArray> {
         self.check_mask(&allowed)?;
         let ids = self.encode_interruptible(py, utf8(&text)?, true, Some(&allowed))?;
-        id_buffer(py, &ids)
+        Ok(IdArray::new(ids))
     }
 
     /// `encode_allowing` over `texts` in parallel, as `encode_batch`.
@@ -485,16 +530,6 @@ fn groups_by_bytes<T: AsRef<str>>(texts: &[T], bytes: usize) -> impl Iterator<It
         let (group, tail) = rest.split_at(end);
         rest = tail;
         Some(group)
-    })
-}
-
-/// `ids` as little-endian uint32 in a new bytearray, written in place (one copy).
-fn id_buffer<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyByteArray>> {
-    PyByteArray::new_with(py, ids.len() * 4, |buffer| {
-        for (chunk, id) in buffer.chunks_exact_mut(4).zip(ids) {
-            chunk.copy_from_slice(&id.to_le_bytes());
-        }
-        Ok(())
     })
 }
 

@@ -19,12 +19,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use rayon::prelude::*;
 
 use crate::bpe::{encode_piece, Scratch};
-use crate::cache::{CacheInfo, SharedCache, DEFAULT_CACHE_BYTES};
+use crate::cache::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
 use crate::packed::{hash_packed, pack_in};
 use crate::pattern::Pattern;
-use crate::piece_table::{LongPieceTable, PieceTable};
+use crate::piece_table::{LongPieceTable, PieceTable, INLINE_IDS};
 use crate::prefetch::{L1, L2};
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
@@ -161,7 +161,9 @@ impl Encoder {
         encode: impl FnOnce(&mut EncodeState) -> Result<(), Error>,
     ) -> Result<(), Error> {
         self.attach(state);
+        state.skip_shared_lookups = state.shared.as_ref().is_some_and(|(_, shared)| shared.seems_empty());
         let result = encode(state);
+        state.flush_new_entries();
         state.flush_counts();
         result
     }
@@ -190,15 +192,49 @@ impl Encoder {
         Ok(())
     }
 
-    /// Encode the pre-tokens of `batch` in order and empty it.
+    /// Encode the pre-tokens of `batch` in order and empty it: runs of pieces
+    /// the thread's table holds (`encode_hits`), and each piece between them
+    /// by `encode_pretoken`.
     fn encode_batch_of_pieces(&self, batch: &mut PieceBatch<'_>, state: &mut EncodeState, out: &mut Vec<u32>) {
-        for i in 0..batch.len {
+        let mut i = 0;
+        while i < batch.len {
+            i = self.encode_hits(batch, i, state, out);
+            if i < batch.len {
+                self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
+                i += 1;
+            }
+        }
+        batch.len = 0;
+    }
+
+    /// The warm path: from piece `from` on, as long as the thread's table
+    /// holds each piece's ids inline, write them and go on; the index of the
+    /// first piece it does not hold (or of the window's end). Each hit writes
+    /// all `INLINE_IDS` id slots into room made for the window and keeps
+    /// `len` of them, so a piece costs no capacity check and no branch on its
+    /// length.
+    #[inline(always)]
+    fn encode_hits(&self, batch: &PieceBatch<'_>, from: usize, state: &mut EncodeState, out: &mut Vec<u32>) -> usize {
+        let window_end = batch.len.min(from + HIT_WINDOW);
+        let start = out.len();
+        out.resize(start + (window_end - from) * INLINE_IDS, 0);
+        let (mut i, mut end) = (from, start);
+        while i < window_end {
             if i + L1_AHEAD < batch.len {
                 state.table.prefetch::<L1>(batch.hashes[i + L1_AHEAD]);
             }
-            self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
+            let key = batch.keys[i];
+            if key == 0 {
+                break;
+            }
+            let Some((ids, len)) = state.table.get_inline(key, batch.hashes[i]) else { break };
+            out[end..end + INLINE_IDS].copy_from_slice(&ids);
+            end += len;
+            i += 1;
         }
-        batch.len = 0;
+        out.truncate(end);
+        state.hits += (i - from) as u64;
+        i
     }
 
     /// `key` is the packed pre-token (0 when it is too long to pack) and
@@ -206,7 +242,10 @@ impl Encoder {
     #[inline]
     fn encode_pretoken(&self, bytes: &[u8], key: u128, hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
         if bytes.len() == 1 {
-            out.push(self.vocab.byte_id(bytes[0]));
+            let id = self.vocab.byte_id(bytes[0]);
+            out.push(id);
+            // Kept in the table too, so that the warm path takes it.
+            state.table.insert(key, hash, &[id]);
             return;
         }
         if key == 0 {
@@ -218,7 +257,7 @@ impl Encoder {
         }
         let start = out.len();
         let shared = state.shared.as_ref().map(|(_, shared)| &**shared).filter(|shared| shared.is_enabled());
-        if let Some(shared) = shared {
+        if let Some(shared) = shared.filter(|_| !state.skip_shared_lookups) {
             if shared.get(key, hash, out) {
                 state.hits += 1;
                 state.table.insert(key, hash, &out[start..]);
@@ -228,7 +267,12 @@ impl Encoder {
         state.misses += 1;
         encode_piece(bytes, &self.vocab, &mut state.scratch, out);
         if let Some(shared) = shared.filter(|_| !state.lookup_only) {
-            shared.insert(key, hash, &out[start..]);
+            // Added in groups (`SharedCache::insert_all`), at the end of the
+            // call or when this many wait.
+            state.new_entries.extend(NewEntry::new(key, hash, &out[start..]));
+            if state.new_entries.len() >= NEW_ENTRIES_MAX {
+                shared.insert_all(&mut state.new_entries);
+            }
         }
         state.table.insert(key, hash, &out[start..]);
     }
@@ -426,6 +470,11 @@ pub struct EncodeState {
     misses: u64,
     /// Read the shared cache but add nothing to it.
     lookup_only: bool,
+    /// This call does not read the shared cache (it was empty when the call
+    /// began: `SharedCache::seems_empty`).
+    skip_shared_lookups: bool,
+    /// Pieces merged in this call, not yet in the shared cache.
+    new_entries: Vec<NewEntry>,
     /// Never use the shared cache: the thread's own table only.
     private: bool,
 }
@@ -451,8 +500,15 @@ impl EncodeState {
     /// Its long-piece table is capped at `PRIVATE_LONG_TABLE_BYTES`: a run
     /// keeps one state per worker, and file encoding promises flat memory.
     pub fn private() -> Self {
+        let table = PieceTable::with_max_buckets(PRIVATE_TABLE_BUCKETS);
         let long = LongPieceTable::with_max_bytes(PRIVATE_LONG_TABLE_BYTES);
-        Self { private: true, long, ..Self::default() }
+        Self { private: true, table, long, ..Self::default() }
+    }
+
+    fn flush_new_entries(&mut self) {
+        if let Some((_, shared)) = &self.shared {
+            shared.insert_all(&mut self.new_entries);
+        }
     }
 
     fn flush_counts(&mut self) {
@@ -467,6 +523,10 @@ impl EncodeState {
 const STREAMING_TABLE_BUCKETS: usize = 1 << 10;
 const STREAMING_LONG_TABLE_BYTES: usize = 128 << 10;
 const PRIVATE_LONG_TABLE_BYTES: usize = 4 << 20;
+const PRIVATE_TABLE_BUCKETS: usize = 1 << 18;
+/// Merged pieces a state holds for the shared cache before adding them
+/// (40 bytes each: 640 KiB).
+const NEW_ENTRIES_MAX: usize = 16 << 10;
 
 /// The states of finished calls, lent again to later ones so that their own
 /// tables stay warm: the encoder keeps one (`pooled_state`), and file
@@ -568,6 +628,9 @@ struct PieceBatch<'t> {
 
 const BATCH: usize = 256;
 const L1_AHEAD: usize = 4;
+/// The pieces `encode_hits` makes room for at once: a miss wastes the
+/// zeroing of at most this many pieces' id slots (384 bytes).
+const HIT_WINDOW: usize = 32;
 
 impl<'t> PieceBatch<'t> {
     fn new(document: &'t [u8]) -> Self {
@@ -577,7 +640,7 @@ impl<'t> PieceBatch<'t> {
     /// Add a pre-token; true when the batch is full.
     #[inline(always)]
     fn push(&mut self, bytes: &'t [u8], table: &PieceTable) -> bool {
-        let key = if bytes.len() > 1 { pack_in(self.document, bytes).unwrap_or(0) } else { 0 };
+        let key = pack_in(self.document, bytes).unwrap_or(0);
         let mut hash = 0;
         if key != 0 {
             hash = hash_packed(key);

@@ -20,6 +20,7 @@
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
 //! - `progress`, `error`: how work reports, stops and fails.
 
+pub mod append_file;
 pub mod bpe;
 pub mod cache;
 pub mod charclass;

@@ -5,16 +5,25 @@
 //! profiling showed half its time stalled on the load of the key (the
 //! distinct pieces of a few MB of text are a few MiB of table, past the L2
 //! cache, and hashbrown reads a control byte line and then a slot line).
-//! Here a lookup reads one bucket: `WAYS` slots of 32 bytes, 128 bytes
-//! aligned, whose address the hash gives before the lookup happens, so the
+//! Here a lookup reads one bucket: `WAYS` slots of 32 bytes in one 64-byte
+//! cache line, whose address the hash gives before the lookup happens, so the
 //! encoder prefetches a batch of them ahead (`prefetch`) and the misses
-//! overlap instead of queueing.
+//! overlap instead of queueing. Two ways in one line rather than four in two
+//! (until the eighth session): one prefetch and one line a piece, and the
+//! warm path compares two keys without a loop (`get_inline`).
 //!
 //! Bounded: the table grows from `FIRST_BUCKETS` to `MAX_BUCKETS` (8 MiB;
-//! less if asked)
-//! and then evicts. Inside a bucket a hit moves its slot one way forward
-//! (transposition), and a new piece takes the last way: frequent pieces
-//! settle in the first ways, a piece seen once is the next to go. Ids of
+//! less if asked) and then evicts. A lookup writes nothing: a new piece takes
+//! an empty way or else the second, so the first way keeps the piece that
+//! came first, and in text the frequent pieces are the first to come; the
+//! second way turns over with the rare ones. Moving a hit ahead in its bucket
+//! (transposition, until the eighth session) cost 8-10% of warm encoding,
+//! even done on one hit in eight (`examples/encode_file`, 10 MB of
+//! Gutenberg: 434-452 against 480-497 MB/s without). So that a text that
+//! moves on (English, then Chinese) is not held to the first ways of the
+//! old one, the table starts over after `EVICTIONS_PER_SLOT` evictions per
+//! slot: the merges of a few thousand frequent pieces again, once per
+//! million misses at most. Ids of
 //! pieces with more than `INLINE_IDS` ids live in `overflow`; when that
 //! passes `OVERFLOW_IDS_PER_SLOT` per slot the table starts over (rare: 1% of English pieces
 //! have more than 3 ids).
@@ -27,17 +36,19 @@ use rustc_hash::FxHashMap;
 use crate::packed::hash_packed;
 use crate::prefetch::prefetch_to;
 
-const INLINE_IDS: usize = 3;
-const WAYS: usize = 4;
+pub const INLINE_IDS: usize = 3;
+const WAYS: usize = 2;
 const FIRST_BUCKETS: usize = 256;
-/// 64 Ki buckets of 4 slots of 32 bytes: 8 MiB, 256 Ki pieces. Warm encoding
+/// 128 Ki buckets of 2 slots of 32 bytes: 8 MiB, 256 Ki pieces. Warm encoding
 /// of 10 MB of English (74 K distinct short pieces) ran at 180-198 MB/s with
 /// a 2 MiB bound, whose evictions sent a fifth of the lookups to the shared
 /// cache's locks, and at 224-238 MB/s with this one (`examples/encode_file`).
-pub const MAX_BUCKETS: usize = 1 << 16;
+pub const MAX_BUCKETS: usize = 1 << 17;
 /// Overflow ids kept per slot of the largest table (1 MiB at `MAX_BUCKETS`;
 /// 1% of English pieces have more than `INLINE_IDS` ids).
 const OVERFLOW_IDS_PER_SLOT: usize = 1;
+/// Evictions per slot after which the table starts over (see the top).
+const EVICTIONS_PER_SLOT: usize = 4;
 
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
@@ -50,9 +61,9 @@ struct Slot {
     len: u32,
 }
 
-/// One cache line pair: a lookup touches nothing else.
+/// One cache line: a lookup touches nothing else.
 #[derive(Clone, Copy, Default)]
-#[repr(C, align(128))]
+#[repr(C, align(64))]
 struct Bucket([Slot; WAYS]);
 
 pub const BUCKET_BYTES: usize = std::mem::size_of::<Bucket>();
@@ -64,6 +75,8 @@ pub struct PieceTable {
     /// `64 - log2(buckets.len())`: the bucket is the hash's top bits.
     shift: u32,
     entries: usize,
+    /// Pieces evicted since the table last started over.
+    evictions: usize,
     overflow: Vec<u32>,
 }
 
@@ -79,7 +92,7 @@ impl PieceTable {
     /// `64 - log2(buckets)`, and a shift by 64 would overflow).
     pub fn with_max_buckets(max_buckets: usize) -> Self {
         let max_buckets = 1 << max_buckets.max(2).ilog2();
-        Self { buckets: Vec::new(), max_buckets, shift: 0, entries: 0, overflow: Vec::new() }
+        Self { buckets: Vec::new(), max_buckets, shift: 0, entries: 0, evictions: 0, overflow: Vec::new() }
     }
 
     /// Bytes allocated (the buckets and the overflow ids).
@@ -98,24 +111,39 @@ impl PieceTable {
     #[inline]
     pub fn prefetch<const LEVEL: i32>(&self, hash: u64) {
         if let Some(bucket) = self.buckets.get(self.bucket_index(hash)) {
-            // Both lines of the 128-byte bucket.
-            prefetch_to::<LEVEL, _>(&bucket.0[0]);
-            prefetch_to::<LEVEL, _>(&bucket.0[WAYS / 2]);
+            prefetch_to::<LEVEL, _>(bucket);
         }
+    }
+
+    /// The ids of `key` and how many there are, when the table has them
+    /// inline (at most `INLINE_IDS`): the warm path, which writes all three
+    /// and keeps `len` of them (see `encode.rs`). `None` for anything else:
+    /// a miss, or a piece whose ids overflow, which `get` then answers.
+    /// `key` must not be 0 (an empty slot's). A lookup writes nothing (see
+    /// the eviction policy at the top).
+    #[inline(always)]
+    pub fn get_inline(&self, key: u128, hash: u64) -> Option<([u32; INLINE_IDS], usize)> {
+        debug_assert!(key != 0);
+        let index = self.bucket_index(hash);
+        let bucket = &self.buckets.get(index)?.0;
+        let (first, second) = (bucket[0].key == key, bucket[1].key == key);
+        if !(first | second) {
+            return None;
+        }
+        let slot = if first { bucket[0] } else { bucket[1] };
+        let len = slot.len as usize;
+        (len <= INLINE_IDS).then_some((slot.ids, len))
     }
 
     /// Append the ids of `key` to `out` if the table has them.
     #[inline]
-    pub fn get(&mut self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
+    pub fn get(&self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
         if self.buckets.is_empty() {
             return false;
         }
-        let index = self.bucket_index(hash);
-        let bucket = &mut self.buckets[index].0;
-        let Some(way) = bucket.iter().position(|slot| slot.key == key) else {
+        let Some(slot) = self.slots_of(hash).find(|slot| slot.key == key) else {
             return false;
         };
-        let slot = bucket[way];
         let len = slot.len as usize;
         if len == 1 {
             // Most pieces are one token: a push, not a variable-length copy.
@@ -126,25 +154,24 @@ impl PieceTable {
             let start = slot.ids[0] as usize;
             out.extend_from_slice(&self.overflow[start..start + len]);
         }
-        if way > 0 {
-            bucket.swap(way, way - 1);
-        }
         true
     }
 
     /// Remember the ids of `key`, evicting the last way of its bucket if full.
     pub fn insert(&mut self, key: u128, hash: u64, ids: &[u32]) {
         debug_assert!(key != 0 && !ids.is_empty());
-        if ids.len() > INLINE_IDS && self.overflow.len() + ids.len() > self.max_buckets * WAYS * OVERFLOW_IDS_PER_SLOT {
+        let slots = self.max_buckets * WAYS;
+        let overflow_full = ids.len() > INLINE_IDS && self.overflow.len() + ids.len() > slots * OVERFLOW_IDS_PER_SLOT;
+        if overflow_full || self.evictions > slots * EVICTIONS_PER_SLOT {
             self.clear();
         }
         if self.buckets.is_empty() {
             self.resize(FIRST_BUCKETS.min(self.max_buckets));
         } else if self.buckets.len() < self.max_buckets
-            && (self.entries * 4 >= self.buckets.len() * WAYS * 3 || self.bucket_full(key, hash))
+            && (self.entries * 2 >= self.buckets.len() * WAYS || self.no_room(key, hash))
         {
-            // Three quarters full, or this bucket is: grow rather than evict
-            // while the bound allows.
+            // Half full, or `key` would evict: grow rather than evict while
+            // the bound allows.
             self.resize(self.buckets.len() * 2);
         }
         let mut slot = Slot { key, ids: [0; INLINE_IDS], len: ids.len() as u32 };
@@ -157,22 +184,41 @@ impl PieceTable {
         self.place(slot, hash);
     }
 
-    fn bucket_full(&self, key: u128, hash: u64) -> bool {
-        self.buckets[self.bucket_index(hash)].0.iter().all(|slot| slot.key != 0 && slot.key != key)
+    /// Where a key may be: its bucket, then the bucket beside it (the other
+    /// half of its 128-byte pair), which takes the keys of a full bucket
+    /// before anything is evicted. With two ways, 74 K pieces in 128 Ki
+    /// buckets leave 2% of the buckets with three or more; evicting there
+    /// sent a few thousand pieces to the shared cache on every warm call (11%
+    /// of `perf` samples). The warm path (`get_inline`) looks in the first
+    /// bucket only; a key beside it is found here, on the slower path.
+    fn slots_of(&self, hash: u64) -> impl Iterator<Item = &Slot> {
+        let index = self.bucket_index(hash);
+        self.buckets[index].0.iter().chain(self.buckets[index ^ 1].0.iter())
     }
 
+    /// Whether `key`'s bucket and the one beside it are full of other keys.
+    fn no_room(&self, key: u128, hash: u64) -> bool {
+        self.slots_of(hash).all(|slot| slot.key != 0 && slot.key != key)
+    }
+
+    /// Put `slot` in an empty way of its bucket, else of the bucket beside
+    /// it (see `slots_of`), else in place of its bucket's last way.
     fn place(&mut self, slot: Slot, hash: u64) {
-        let index = self.bucket_index(hash);
-        let bucket = &mut self.buckets[index].0;
-        match bucket.iter().position(|resident| resident.key == 0 || resident.key == slot.key) {
-            Some(way) => {
-                if bucket[way].key == 0 {
-                    self.entries += 1;
-                }
-                bucket[way] = slot;
+        let home = self.bucket_index(hash);
+        let free = |bucket: &Bucket| bucket.0.iter().position(|resident| resident.key == 0 || resident.key == slot.key);
+        let (index, way) = match (free(&self.buckets[home]), free(&self.buckets[home ^ 1])) {
+            (Some(way), _) => (home, way),
+            (None, Some(way)) => (home ^ 1, way),
+            (None, None) => {
+                self.evictions += 1;
+                (home, WAYS - 1)
             }
-            None => bucket[WAYS - 1] = slot,
+        };
+        let resident = &mut self.buckets[index].0[way];
+        if resident.key == 0 {
+            self.entries += 1;
         }
+        *resident = slot;
     }
 
     fn resize(&mut self, buckets: usize) {
@@ -187,7 +233,7 @@ impl PieceTable {
 
     fn clear(&mut self) {
         self.buckets.clear();
-        self.entries = 0;
+        (self.entries, self.evictions) = (0, 0);
         self.overflow.clear();
     }
 }
@@ -218,7 +264,11 @@ pub const LONG_PIECE_MAX: usize = 1024;
 /// What a map entry costs besides its key and ids (the boxed key's pointer
 /// and length, the value, the map's control byte and slack).
 const LONG_ENTRY_OVERHEAD: usize = 48;
-pub const LONG_TABLE_BYTES: usize = 16 << 20;
+/// 32 MiB: the long pieces of 10 MB of multilingual text under GPT-2 (132 K
+/// distinct CJK, Thai, ... clauses, 5.9 MB of bytes and their ids) take about
+/// 24 MiB; with 16 MiB a third of them were merged again on every warm call
+/// (warm encode 147 against 219 MB/s, `examples/encode_file`).
+pub const LONG_TABLE_BYTES: usize = 32 << 20;
 
 impl Default for LongPieceTable {
     fn default() -> Self {
@@ -293,9 +343,9 @@ mod tests {
     }
 
     #[test]
-    fn bucket_is_two_cache_lines() {
-        assert_eq!(BUCKET_BYTES, 128);
-        assert_eq!(std::mem::align_of::<Bucket>(), 128);
+    fn bucket_is_one_cache_line() {
+        assert_eq!(BUCKET_BYTES, 64);
+        assert_eq!(std::mem::align_of::<Bucket>(), 64);
     }
 
     #[test]
@@ -320,7 +370,7 @@ mod tests {
             table.bytes()
         );
         let kept = (0..500_000).filter(|&i| lookup(&mut table, i).inspect(|got| assert_eq!(*got, ids(i))).is_some());
-        assert!(kept.count() > MAX_BUCKETS, "the table keeps a useful share");
+        assert!(kept.count() > MAX_BUCKETS * WAYS / 4, "the table keeps a useful share");
     }
 
     #[test]
@@ -351,6 +401,32 @@ mod tests {
         assert!(new_kept > 20, "{new_kept} of the new pieces kept");
         table.insert(&[b'x'; LONG_PIECE_MAX + 1], &[1]);
         assert!(!table.get(&[b'x'; LONG_PIECE_MAX + 1], &mut Vec::new()));
+    }
+
+    #[test]
+    fn a_text_that_moves_on_gets_the_first_ways() {
+        // 64 buckets, 128 slots: an old text fills them, then a new one of
+        // 100 pieces is encoded again and again (a piece is inserted when
+        // missed, as the encoder does; one id each, so that no overflow
+        // makes the table start over).
+        let mut table = PieceTable::with_max_buckets(64);
+        let encode = |table: &mut PieceTable, i: u32| {
+            if lookup(table, i).is_none() {
+                let k = key(i);
+                table.insert(k, hash_packed(k), &[i]);
+            }
+        };
+        for i in 0..1000 {
+            encode(&mut table, i);
+        }
+        for _ in 0..50 {
+            for i in 5000..5100 {
+                encode(&mut table, i);
+            }
+        }
+        // Held to the second ways, at most 64 of the new pieces would fit.
+        let kept = (5000..5100).filter(|&i| lookup(&mut table, i).is_some()).count();
+        assert!(kept > 70, "only {kept} of the new text's 100 pieces kept");
     }
 
     #[test]

@@ -40,24 +40,32 @@ pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<Merge>, Error> 
 }
 
 /// tiktoken's BPE of `token` with the tokens ranked below `max_rank`: the
-/// lengths of the parts it stops at. Quadratic in the token, which is short.
+/// lengths of the parts it stops at. The rank of each adjacent pair is kept
+/// and only the two pairs a merge touches are looked up again (rescanning
+/// every pair after each merge hashed each token's slices quadratically:
+/// 0.18 s of loading o200k on one core).
 fn bpe_below(rank_of: &FxHashMap<&[u8], u32>, token: &[u8], max_rank: u32) -> Vec<usize> {
-    let mut parts: Vec<usize> = vec![1; token.len()];
-    loop {
-        let (mut best_rank, mut best) = (max_rank, None);
-        let mut start = 0;
-        for i in 0..parts.len().saturating_sub(1) {
-            let pair = &token[start..start + parts[i] + parts[i + 1]];
-            if let Some(&rank) = rank_of.get(pair) {
-                if rank < best_rank {
-                    (best_rank, best) = (rank, Some(i));
-                }
-            }
-            start += parts[i];
+    // Part `i` is `token[starts[i]..starts[i + 1]]`; `ranks[i]` is that of parts `i` and `i + 1` joined.
+    let mut starts: Vec<usize> = (0..=token.len()).collect();
+    let pair_rank = |starts: &[usize], i: usize| {
+        let joined = &token[starts[i]..starts[i + 2]];
+        rank_of.get(joined).copied().filter(|&rank| rank < max_rank).unwrap_or(u32::MAX)
+    };
+    let mut ranks: Vec<u32> = (0..token.len().saturating_sub(1)).map(|i| pair_rank(&starts, i)).collect();
+    // The lowest rank, leftmost of equals, as tiktoken picks.
+    while let Some((i, _)) =
+        ranks.iter().enumerate().filter(|(_, &rank)| rank != u32::MAX).min_by_key(|(_, &rank)| rank)
+    {
+        starts.remove(i + 1);
+        ranks.remove(i);
+        if i < ranks.len() {
+            ranks[i] = pair_rank(&starts, i);
         }
-        let Some(i) = best else { return parts };
-        parts[i] += parts.remove(i + 1);
+        if i > 0 {
+            ranks[i - 1] = pair_rank(&starts, i - 1);
+        }
     }
+    starts.windows(2).map(|part| part[1] - part[0]).collect()
 }
 
 #[cfg(test)]

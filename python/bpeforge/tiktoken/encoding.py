@@ -110,12 +110,12 @@ class Encoding:
         allowed, disallowed = self._policy.resolve(allowed_special, disallowed_special)
         try:
             self._policy.check(self._core, text, disallowed)
-            buffer = self._core.encode_allowing_to_buffer(text, allowed)
+            ids = self._core.encode_allowing_to_array(text, allowed)
         except UnicodeEncodeError:
             text = fix_surrogates(text)
             self._policy.check(self._core, text, disallowed)
-            buffer = self._core.encode_allowing_to_buffer(text, allowed)
-        return np.frombuffer(buffer, dtype=np.uint32)
+            ids = self._core.encode_allowing_to_array(text, allowed)
+        return np.asarray(ids)
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
         """`encode_ordinary` of each text, in parallel without the GIL."""
