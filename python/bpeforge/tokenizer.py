@@ -65,7 +65,8 @@ class Tokenizer:
     ) -> None:
         if not isinstance(vocab, dict):
             raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
-        self._build(dict(vocab), [(bytes(left), bytes(right)) for left, right in merges], special_tokens, pattern, cache_size)
+        merges = [(bytes(left), bytes(right)) for left, right in merges]
+        self._build(dict(vocab), merges, special_tokens, pattern, cache_size)
 
     def _build(
         self,
