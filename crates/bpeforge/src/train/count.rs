@@ -1,14 +1,23 @@
 //! Phase 1 of training: read the corpus, pre-tokenize, count distinct pre-tokens.
 //!
 //! The corpus is read as one stream of safely cut chunks (`chunking.rs`) over
-//! all files in order; a batch of chunks is counted in parallel on the pool,
-//! each worker into a map keyed by slices of its chunk (no allocation per
-//! pre-token), and the batch's map is folded into the owned corpus-wide table.
-//! Memory: one batch of text plus the table of distinct pre-tokens.
+//! all files in order; a batch of chunks is counted in parallel on the pool.
+//! Short pre-tokens (the packed ones, nearly all) go into a table per worker
+//! that lasts the whole corpus (`ShortTables`), and the workers' tables are
+//! added together once, at the end; long ones go into a map per batch keyed
+//! by slices of its chunks (no allocation per pre-token), folded into the
+//! owned corpus-wide table after each batch. Until the eighth session each
+//! batch had fresh tables, grown from nothing and folded into the corpus
+//! table between batches, on one thread: at 500 MB the growing, the folds
+//! and the merging of the workers' tables were a tenth of the counting CPU.
+//! Memory: one batch of text plus, per worker, a table of the distinct
+//! pre-tokens it has seen.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
 use crate::error::Error;
@@ -17,7 +26,36 @@ use crate::progress::{Observer, Phase};
 use crate::specials::{Piece, SpecialSplitter};
 
 use super::profile::{timed, CountProfile};
+use super::short_counts::ShortCounts;
 use super::table::{CountTable, Pending, PretokenCounts};
+
+/// The workers' tables of short pre-tokens, lent to each batch's jobs and
+/// kept between batches, so that each grows once and stays warm.
+#[derive(Default)]
+pub struct ShortTables(Mutex<Vec<ShortCounts>>);
+
+impl ShortTables {
+    fn take(&self) -> ShortCounts {
+        self.lock().pop().unwrap_or_default()
+    }
+
+    fn give_back(&self, table: ShortCounts) {
+        self.lock().push(table);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ShortCounts>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Add every table into `counts`.
+    fn add_into(self, counts: &mut PretokenCounts) {
+        let tables = self.0.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tables.into_iter().for_each(|table| counts.absorb_short(table));
+    }
+}
+
+/// The long pre-tokens a batch counted, keyed by slices of its chunks.
+type LongCounts<'a> = FxHashMap<&'a [u8], u64>;
 
 /// How one corpus is counted: its pre-tokenizer and special tokens, the read
 /// chunk size, and whether to split the batches' time (`profile.rs`).
@@ -40,37 +78,40 @@ pub fn count_files(
     let mut chunks = CorpusChunks::new(sources, how.specials, how.pattern.cut_before(), how.chunk_size);
     let batch_bytes = how.chunk_size.saturating_mul(2 * pool.current_num_threads());
     let (mut counts, mut profile) = (PretokenCounts::default(), CountProfile::default());
+    let tables = ShortTables::default();
     let mut done = 0u64;
     observer.progress(Phase::Pretokenize, 0, total_bytes)?;
     let mut batch = timed(&mut profile.read, || chunks.next_batch(batch_bytes))?;
     while !batch.is_empty() {
         // Read the next batch on one worker while the others count this one.
         let (mut batch_time, mut read_time) = (Default::default(), Default::default());
-        let count = || timed(&mut batch_time, || count_chunks(&batch, how, &mut profile));
+        let count = || timed(&mut batch_time, || count_chunks(&batch, how, &tables, &mut profile));
         let read = || timed(&mut read_time, || chunks.next_batch(batch_bytes));
-        let (batch_counts, next_batch) = pool.install(|| rayon::join(count, read));
-        let batch_counts = batch_counts?;
-        timed(&mut profile.fold, || counts.absorb(batch_counts));
+        let (long_counts, next_batch) = pool.install(|| rayon::join(count, read));
+        let long_counts = long_counts?;
+        timed(&mut profile.fold, || counts.absorb_long(long_counts));
         (profile.batches, profile.read) = (profile.batches + batch_time, profile.read + read_time);
         done += batch.iter().map(|c| c.text.len() as u64).sum::<u64>();
         observer.progress(Phase::Pretokenize, done, progress_total(total_bytes, done))?;
         batch = next_batch?;
     }
+    timed(&mut profile.fold, || tables.add_into(&mut counts));
     Ok((counts, done, profile))
 }
 
 fn count_chunks<'a>(
     batch: &'a [crate::chunking::Chunk],
     how: &Counting<'_>,
+    tables: &ShortTables,
     profile: &mut CountProfile,
-) -> Result<CountTable<&'a [u8]>, Error> {
+) -> Result<LongCounts<'a>, Error> {
     if !how.profile {
-        return count_batch(batch, how.specials, how.pattern);
+        return count_batch(batch, how.specials, how.pattern, tables);
     }
-    let (table, pretokenize_cpu, count_cpu) = count_batch_profiled(batch, how.specials, how.pattern)?;
+    let (long, pretokenize_cpu, count_cpu) = count_batch_profiled(batch, how.specials, how.pattern, tables)?;
     profile.pretokenize_cpu += pretokenize_cpu;
     profile.count_cpu += count_cpu;
-    Ok(table)
+    Ok(long)
 }
 
 /// Call `visit` with each pre-token of one text that may hold several documents.
@@ -123,23 +164,48 @@ pub fn add_texts<T: AsRef<str> + Sync>(
     pattern: &Pattern,
     pool: &rayon::ThreadPool,
 ) -> Result<(), Error> {
-    let batch_counts = pool.install(|| count_batch(texts, specials, pattern))?;
-    counts.absorb(batch_counts);
+    let tables = ShortTables::default();
+    let long_counts = pool.install(|| count_batch(texts, specials, pattern, &tables))?;
+    counts.absorb_long(long_counts);
+    tables.add_into(counts);
     Ok(())
 }
 
+/// Count `texts` in parallel, the short pre-tokens into `tables`; returns the long ones.
 fn count_batch<'a, T: AsRef<str> + Sync>(
     texts: &'a [T],
     specials: &SpecialSplitter,
     pattern: &Pattern,
-) -> Result<CountTable<&'a [u8]>, Error> {
+    tables: &ShortTables,
+) -> Result<LongCounts<'a>, Error> {
     texts
         .par_iter()
-        .try_fold(CountTable::default, |mut counts, text| {
-            count_text(text.as_ref(), specials, pattern, &mut counts)?;
-            Ok(counts)
-        })
-        .try_reduce(CountTable::default, |a, b| Ok(a.merge(b)))
+        .try_fold(
+            || CountTable::with_short(tables.take()),
+            |mut counts, text| {
+                count_text(text.as_ref(), specials, pattern, &mut counts)?;
+                Ok(counts)
+            },
+        )
+        .map(|counts| counts.map(|counts| give_back_short(counts, tables)))
+        .try_reduce(LongCounts::default, |a, b| Ok(add_long(a, b)))
+}
+
+/// A job's table of short pre-tokens back to `tables` (for the next job, or
+/// the next batch); its long pre-tokens.
+fn give_back_short<'a>(counts: CountTable<&'a [u8]>, tables: &ShortTables) -> LongCounts<'a> {
+    let (short, long) = counts.into_parts();
+    tables.give_back(short);
+    long
+}
+
+/// Both maps of long pre-tokens in one (the larger one kept).
+fn add_long<'a>(a: LongCounts<'a>, b: LongCounts<'a>) -> LongCounts<'a> {
+    let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+    for (bytes, n) in small {
+        *big.entry(bytes).or_insert(0) += n;
+    }
+    big
 }
 
 /// `count_batch`, pre-tokenizing each text whole before counting it, to time the two apart.
@@ -147,8 +213,9 @@ fn count_batch_profiled<'a, T: AsRef<str> + Sync>(
     texts: &'a [T],
     specials: &SpecialSplitter,
     pattern: &Pattern,
-) -> Result<(CountTable<&'a [u8]>, Duration, Duration), Error> {
-    let start = || (CountTable::default(), Duration::ZERO, Duration::ZERO);
+    tables: &ShortTables,
+) -> Result<(LongCounts<'a>, Duration, Duration), Error> {
+    let start = || (CountTable::with_short(tables.take()), Duration::ZERO, Duration::ZERO);
     texts
         .par_iter()
         .try_fold(start, |(mut counts, mut pretokenize, mut count), text| {
@@ -158,7 +225,11 @@ fn count_batch_profiled<'a, T: AsRef<str> + Sync>(
             timed(&mut count, || pieces.iter().for_each(|piece| counts.add(text, piece.as_bytes(), 1)));
             Ok((counts, pretokenize, count))
         })
-        .try_reduce(start, |a, b| Ok((a.0.merge(b.0), a.1 + b.1, a.2 + b.2)))
+        .map(|job| job.map(|(counts, pretokenize, count)| (give_back_short(counts, tables), pretokenize, count)))
+        .try_reduce(
+            || (LongCounts::default(), Duration::ZERO, Duration::ZERO),
+            |a, b| Ok((add_long(a.0, b.0), a.1 + b.1, a.2 + b.2)),
+        )
 }
 
 #[cfg(test)]

@@ -28,7 +28,20 @@ pub type PretokenCounts = CountTable<Box<[u8]>>;
 
 impl<L> Default for CountTable<L> {
     fn default() -> Self {
-        Self { short: ShortCounts::default(), long: FxHashMap::default() }
+        Self::with_short(ShortCounts::default())
+    }
+}
+
+impl<L> CountTable<L> {
+    /// A table whose short pre-tokens go into `short` (a worker's, kept from
+    /// batch to batch: `count::ShortTables`).
+    pub fn with_short(short: ShortCounts) -> Self {
+        Self { short, long: FxHashMap::default() }
+    }
+
+    /// The short and the long pre-tokens apart.
+    pub fn into_parts(self) -> (ShortCounts, FxHashMap<L, u64>) {
+        (self.short, self.long)
     }
 }
 
@@ -93,16 +106,6 @@ impl<'a> CountTable<&'a [u8]> {
         }
         pending.len = 0;
     }
-
-    /// Add `other` into `self` (the larger of the two is kept and grown).
-    pub fn merge(self, other: Self) -> Self {
-        let (mut big, small) = if self.len() >= other.len() { (self, other) } else { (other, self) };
-        big.short.absorb(&small.short);
-        for (bytes, n) in small.long {
-            *big.long.entry(bytes).or_insert(0) += n;
-        }
-        big
-    }
 }
 
 /// Short pre-tokens waiting to be counted (`CountTable::add_soon`): enough
@@ -123,8 +126,23 @@ impl Default for Pending {
 impl PretokenCounts {
     /// Add a batch's borrowed counts, copying only pre-tokens not seen before.
     pub fn absorb(&mut self, batch: CountTable<&[u8]>) {
-        self.short.absorb(&batch.short);
-        for (bytes, n) in batch.long {
+        let (short, long) = batch.into_parts();
+        self.absorb_short(short);
+        self.absorb_long(long);
+    }
+
+    /// Add the counts of short pre-tokens of `short` (the larger table of the
+    /// two is kept, the smaller added into it).
+    pub fn absorb_short(&mut self, mut short: ShortCounts) {
+        if short.len() > self.short.len() {
+            std::mem::swap(&mut self.short, &mut short);
+        }
+        self.short.absorb(&short);
+    }
+
+    /// Add a batch's borrowed long pre-tokens, copying only those not seen before.
+    pub fn absorb_long(&mut self, long: FxHashMap<&[u8], u64>) {
+        for (bytes, n) in long {
             match self.long.get_mut(bytes) {
                 Some(total) => *total += n,
                 None => {
@@ -183,14 +201,18 @@ mod tests {
     }
 
     #[test]
-    fn merge_adds_counts() {
+    fn absorbing_tables_adds_counts() {
+        let long = b"a pre-token of more than fifteen bytes".as_slice();
         let mut a = CountTable::<&[u8]>::default();
         let mut b = CountTable::<&[u8]>::default();
         a.add(b"x", b"x", 2);
+        a.add(long, long, 1);
         b.add(b"x", b"x", 3);
         b.add(b"y", b"y", 1);
+        b.add(long, long, 4);
         let mut table = PretokenCounts::default();
-        table.absorb(a.merge(b));
-        assert_eq!(sorted(&table), vec![(b"x".to_vec(), 5), (b"y".to_vec(), 1)]);
+        table.absorb(a);
+        table.absorb(b);
+        assert_eq!(sorted(&table), vec![(long.to_vec(), 5), (b"x".to_vec(), 5), (b"y".to_vec(), 1)]);
     }
 }
