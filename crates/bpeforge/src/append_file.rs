@@ -88,11 +88,27 @@ impl Appender {
     fn write_staged_pages(&mut self) -> io::Result<()> {
         let Some((pages, filled)) = &mut self.direct else { return Ok(()) };
         let whole = *filled / PAGE;
-        self.file.write_all(as_bytes(&pages[..whole]))?;
+        match self.file.write_all(as_bytes(&pages[..whole])) {
+            Ok(()) => {}
+            // A file system that takes `O_DIRECT` at open and refuses it at write (EINVAL).
+            Err(error) if error.kind() == io::ErrorKind::InvalidInput => return self.continue_plain(),
+            Err(error) => return Err(error),
+        }
         self.offset += (whole * PAGE) as u64;
         let rest = *filled % PAGE;
         pages.copy_within(whole..whole + (rest > 0) as usize, 0);
         *filled = rest;
+        Ok(())
+    }
+
+    /// Plain writes from now on: what is staged is written plainly, from
+    /// where it begins (over anything a failed direct write left).
+    fn continue_plain(&mut self) -> io::Result<()> {
+        let Some((pages, filled)) = self.direct.take() else { return Ok(()) };
+        set_direct(&self.file, false)?;
+        self.file.seek(SeekFrom::Start(self.offset))?;
+        self.file.write_all(&as_bytes(&pages)[..filled])?;
+        self.offset += filled as u64;
         Ok(())
     }
 
@@ -172,15 +188,27 @@ mod tests {
     use std::io::Read;
     use std::os::fd::AsRawFd;
 
-    /// The bytes `appends` leave in a file that already holds `before`.
-    fn appended_file(before: &[u8], appends: &[Vec<u8>], dir: &std::path::Path) -> (Vec<u8>, bool) {
+    /// The bytes `appends` leave in a file that already holds `before`; with
+    /// `plain_after`, the appender turns to plain writes after that many
+    /// appends, as it does when a file system refuses a direct write.
+    fn appended_file(
+        before: &[u8],
+        appends: &[Vec<u8>],
+        dir: &std::path::Path,
+        plain_after: Option<usize>,
+    ) -> (Vec<u8>, bool) {
         let path = dir.join(format!("out-{}-{}", before.len(), appends.len()));
         std::fs::write(&path, before).unwrap();
         let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
         // SAFETY: `file` stays open until the appender is done.
         let mut appender = unsafe { Appender::for_fd(file.as_raw_fd(), before.len() as u64) }.unwrap();
         let direct = appender.is_direct();
-        appends.iter().for_each(|part| appender.append(part).unwrap());
+        for (i, part) in appends.iter().enumerate() {
+            if plain_after == Some(i) {
+                appender.continue_plain().unwrap();
+            }
+            appender.append(part).unwrap();
+        }
         let total: usize = appends.iter().map(Vec::len).sum();
         assert_eq!(appender.finish().unwrap(), total as u64);
         let mut got = Vec::new();
@@ -203,12 +231,14 @@ mod tests {
         ];
         let mut directs = Vec::new();
         for (before, appends) in &cases {
-            let (got, direct) = appended_file(before, appends, &dir);
             let expected: Vec<u8> = before.iter().chain(appends.iter().flatten()).copied().collect();
-            assert!(got == expected, "{} bytes before, {} appends", before.len(), appends.len());
-            directs.push(direct);
+            for plain_after in [None, Some(1), Some(appends.len() / 2)] {
+                let (got, direct) = appended_file(before, appends, &dir, plain_after);
+                assert!(got == expected, "{} bytes before, {} appends, {plain_after:?}", before.len(), appends.len());
+                directs.push(direct);
+            }
         }
-        assert!(!directs[4], "an offset off a page boundary is written plainly");
+        assert!(!directs[12], "an offset off a page boundary is written plainly");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
