@@ -237,9 +237,12 @@ impl PyEncoder {
     fn encode_batch_to_arrays<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'py, PyString>>,
         num_threads: Option<usize>,
     ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
+        // Borrowed, not copied (`text.rs`): copying each text into a `String`
+        // with the GIL held was 8% of a 2-thread batch of 10 MB.
+        let texts = texts.iter().map(utf8).collect::<PyResult<Vec<&str>>>()?;
         let encoder = &self.inner;
         let mut all: Vec<u32> = Vec::new();
         let mut offsets: Vec<i64> = Vec::with_capacity(texts.len() + 1);
