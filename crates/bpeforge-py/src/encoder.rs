@@ -12,7 +12,7 @@ use bpeforge::append_file::Appender;
 use bpeforge::bpe::{encode_piece, Scratch};
 use bpeforge::cache::DEFAULT_CACHE_BYTES;
 use bpeforge::encode::EncodeState;
-use bpeforge::encode_files::{encode_files, ENCODE_CHUNK_SIZE};
+use bpeforge::encode_files::{encode_files, Sink, ENCODE_CHUNK_SIZE};
 use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -98,6 +98,27 @@ impl PyEncoder {
             })?;
         }
         PyList::new(py, lists)
+    }
+
+    /// Encode `paths` (see `bpeforge::encode_files`) on `num_threads`, each
+    /// batch's ids packed `width` bytes each (checked by the caller) and
+    /// handed to `sink` in order; the bytes read.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_files_into(
+        &self,
+        py: Python<'_>,
+        paths: Vec<SourceArg>,
+        width: usize,
+        num_threads: Option<usize>,
+        chunk_size: Option<usize>,
+        observer: &PyObserver,
+        sink: &mut Sink<'_, Vec<u8>>,
+    ) -> PyResult<u64> {
+        let pool = thread_pool(num_threads)?;
+        let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
+        let pack = |ids: Vec<u32>| pack_ids(&ids, width);
+        let sources = to_sources(paths);
+        run_detached(py, observer, || encode_files(&self.inner, &sources, chunk_size, &pool, observer, pack, sink))
     }
 
     /// The ids as a list of Python ints. Made with the GIL held, so it is
@@ -337,19 +358,13 @@ impl PyEncoder {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
         self.check_width(width)?;
-        let pool = thread_pool(num_threads)?;
         let observer = PyObserver::new(progress);
         // Runs on encode_files' writer thread, one batch behind the encoding.
         let mut sink = |packed: Vec<Vec<u8>>| {
             Python::attach(|py| write.call1(py, (concat_bytes(py, &packed)?,)).map(drop))
                 .map_err(|err| observer.stop_with(err))
         };
-        let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
-        let pack = |ids: Vec<u32>| pack_ids(&ids, width);
-        let sources = to_sources(paths);
-        run_detached(py, &observer, || {
-            encode_files(&self.inner, &sources, chunk_size, &pool, &observer, pack, &mut sink)
-        })
+        self.encode_files_into(py, paths, width, num_threads, chunk_size, &observer, &mut sink)
     }
 
     /// `encode_files`, appending the packed ids to the open file `fd` from
@@ -373,24 +388,14 @@ impl PyEncoder {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(u64, u64)> {
         self.check_width(width)?;
-        let pool = thread_pool(num_threads)?;
         let observer = PyObserver::new(progress);
-        let output_error = |source| to_py_err(bpeforge::Error::Io { path: name.clone(), source });
+        let output_error = |source| bpeforge::Error::Io { path: name.clone(), source };
         // SAFETY: the caller holds `fd` open, writable, until this returns.
-        let mut appender = unsafe { Appender::for_fd(fd, offset) }.map_err(output_error)?;
-        let mut sink = |packed: Vec<Vec<u8>>| {
-            packed
-                .iter()
-                .try_for_each(|part| appender.append(part))
-                .map_err(|source| bpeforge::Error::Io { path: name.clone(), source })
-        };
-        let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
-        let pack = |ids: Vec<u32>| pack_ids(&ids, width);
-        let sources = to_sources(paths);
-        let read = run_detached(py, &observer, || {
-            encode_files(&self.inner, &sources, chunk_size, &pool, &observer, pack, &mut sink)
-        })?;
-        let appended = py.detach(|| appender.finish()).map_err(output_error)?;
+        let mut appender = unsafe { Appender::for_fd(fd, offset) }.map_err(|e| to_py_err(output_error(e)))?;
+        let mut sink =
+            |packed: Vec<Vec<u8>>| packed.iter().try_for_each(|part| appender.append(part)).map_err(output_error);
+        let read = self.encode_files_into(py, paths, width, num_threads, chunk_size, &observer, &mut sink)?;
+        let appended = py.detach(|| appender.finish()).map_err(|e| to_py_err(output_error(e)))?;
         Ok((read, appended))
     }
 

@@ -45,11 +45,11 @@ impl Appender {
     /// `fd` must be an open file descriptor, writable, for as long as the
     /// appender lives.
     pub unsafe fn for_fd(fd: i32, offset: u64) -> io::Result<Self> {
-        // SAFETY: the caller keeps `fd` open while this runs; the clone is ours.
-        let own = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?;
-        let direct = (offset % PAGE as u64 == 0).then(|| open_direct(fd)).flatten();
-        let mut file = direct.unwrap_or_else(|| File::from(own));
-        let staged = file_is_direct(&file).then(|| (vec![Page([0; PAGE]); STAGED_PAGES], 0));
+        let (mut file, staged) = match (offset % PAGE as u64 == 0).then(|| open_direct(fd)).flatten() {
+            Some(direct) => (direct, Some((vec![Page([0; PAGE]); STAGED_PAGES], 0))),
+            // SAFETY: the caller keeps `fd` open while this runs; the clone is ours.
+            None => (File::from(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?), None),
+        };
         file.seek(SeekFrom::Start(offset))?;
         Ok(Self { file, direct: staged, offset, appended: 0 })
     }
@@ -105,26 +105,18 @@ impl Appender {
     /// where it begins (over anything a failed direct write left).
     fn continue_plain(&mut self) -> io::Result<()> {
         let Some((pages, filled)) = self.direct.take() else { return Ok(()) };
-        set_direct(&self.file, false)?;
+        clear_direct(&self.file)?;
         self.file.seek(SeekFrom::Start(self.offset))?;
         self.file.write_all(&as_bytes(&pages)[..filled])?;
         self.offset += filled as u64;
         Ok(())
     }
 
-    /// Write everything staged; returns the bytes appended in all.
+    /// Write everything staged; returns the bytes appended in all. The last
+    /// partial page goes plainly (`O_DIRECT` would write the whole page).
     pub fn finish(mut self) -> io::Result<u64> {
         self.write_staged_pages()?;
-        if let Some((pages, filled)) = self.direct.take() {
-            if filled > 0 {
-                // The last partial page: a plain write (`O_DIRECT` would
-                // write the whole page), through a descriptor without it.
-                let mut plain = self.file.try_clone()?;
-                set_direct(&plain, false)?;
-                plain.seek(SeekFrom::Start(self.offset))?;
-                plain.write_all(&pages[0].0[..filled])?;
-            }
-        }
+        self.continue_plain()?;
         Ok(self.appended)
     }
 }
@@ -150,35 +142,22 @@ fn open_direct(_fd: i32) -> Option<File> {
     None
 }
 
+/// Take `O_DIRECT` off `file` (a description of our own: `open_direct`).
 #[cfg(target_os = "linux")]
-fn file_is_direct(file: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: F_GETFL on an open descriptor reads its flags; nothing else.
-    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_DIRECT != 0
-}
-
-#[cfg(not(target_os = "linux"))]
-fn file_is_direct(_file: &File) -> bool {
-    false
-}
-
-#[cfg(target_os = "linux")]
-fn set_direct(file: &File, on: bool) -> io::Result<()> {
+fn clear_direct(file: &File) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let fd = file.as_raw_fd();
     // SAFETY: F_GETFL/F_SETFL on an open descriptor we own change only its
     // status flags.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    let flags = if on { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set_direct(_file: &File, _on: bool) -> io::Result<()> {
+fn clear_direct(_file: &File) -> io::Result<()> {
     Ok(())
 }
 
