@@ -22,10 +22,11 @@ use crate::bpe::{encode_piece, Scratch};
 use crate::cache::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
-use crate::packed::{hash_packed, pack_in};
+use crate::packed::{hash_packed, pack_at};
 use crate::pattern::Pattern;
 use crate::piece_table::{LongPieceTable, PieceTable, INLINE_IDS};
 use crate::prefetch::{L1, L2};
+use crate::scan::BATCH_ROOM;
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 
@@ -192,35 +193,51 @@ impl Encoder {
         Ok(())
     }
 
-    /// Encode the pre-tokens of `batch` in order and empty it: runs of pieces
-    /// the thread's table holds (`encode_hits`), and each piece between them
-    /// by `encode_pretoken`.
-    fn encode_batch_of_pieces(&self, batch: &mut PieceBatch<'_>, state: &mut EncodeState, out: &mut Vec<u32>) {
+    /// Encode the pieces of one batch in order (`ends` as
+    /// `Pattern::for_each_batch` gives them, the first piece starting at
+    /// `from`; `batch` their keys): runs of pieces the thread's table holds
+    /// (`encode_hits`), and each piece between them by `encode_pretoken`.
+    fn encode_batch_of_pieces(
+        &self,
+        document: &[u8],
+        from: usize,
+        ends: &[usize],
+        batch: &PieceBatch,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) {
         let mut i = 0;
-        while i < batch.len {
-            i = self.encode_hits(batch, i, state, out);
-            if i < batch.len {
-                self.encode_pretoken(batch.pieces[i], batch.keys[i], batch.hashes[i], state, out);
+        while i < ends.len() {
+            i = self.encode_hits(batch, ends.len(), i, state, out);
+            if i < ends.len() {
+                let start = if i == 0 { from } else { ends[i - 1] };
+                self.encode_pretoken(&document[start..ends[i]], batch.keys[i], batch.hashes[i], state, out);
                 i += 1;
             }
         }
-        batch.len = 0;
     }
 
-    /// The warm path: from piece `from` on, as long as the thread's table
-    /// holds each piece's ids inline, write them and go on; the index of the
-    /// first piece it does not hold (or of the window's end). Each hit writes
-    /// all `INLINE_IDS` id slots into room made for the window and keeps
-    /// `len` of them, so a piece costs no capacity check and no branch on its
-    /// length.
+    /// The warm path: from piece `from` on (of `len` in `batch`), as long as
+    /// the thread's table holds each piece's ids inline, write them and go
+    /// on; the index of the first piece it does not hold (or of the window's
+    /// end). Each hit writes all `INLINE_IDS` id slots into room made for
+    /// the window and keeps `len` of them, so a piece costs no capacity check
+    /// and no branch on its length.
     #[inline(always)]
-    fn encode_hits(&self, batch: &PieceBatch<'_>, from: usize, state: &mut EncodeState, out: &mut Vec<u32>) -> usize {
-        let window_end = batch.len.min(from + HIT_WINDOW);
+    fn encode_hits(
+        &self,
+        batch: &PieceBatch,
+        len: usize,
+        from: usize,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) -> usize {
+        let window_end = len.min(from + HIT_WINDOW);
         let start = out.len();
         out.resize(start + (window_end - from) * INLINE_IDS, 0);
         let (mut i, mut end) = (from, start);
         while i < window_end {
-            if i + L1_AHEAD < batch.len {
+            if i + L1_AHEAD < len {
                 state.table.prefetch::<L1>(batch.hashes[i + L1_AHEAD]);
             }
             let key = batch.keys[i];
@@ -434,22 +451,22 @@ impl Encoder {
         None
     }
 
-    /// The pre-tokens of one document: text with no special token in it.
+    /// The pre-tokens of one document: text with no special token in it, a
+    /// batch at a time: each piece packed, hashed and its bucket prefetched
+    /// (`PieceBatch::pack`), then looked up.
     fn encode_document(&self, document: &str, state: &mut EncodeState, out: &mut Vec<u32>) -> Result<(), Error> {
-        let mut batch = PieceBatch::new(document.as_bytes());
-        self.pattern.for_each_piece(
+        let bytes = document.as_bytes();
+        let mut batch = PieceBatch::new();
+        let mut from = 0;
+        self.pattern.for_each_batch(
             document,
-            // Inlined into the scanning loop: as a call it cost a fifth of
-            // warm encoding (registers saved a piece).
             #[inline(always)]
-            |pretoken| {
-                if batch.push(pretoken.as_bytes(), &state.table) {
-                    self.encode_batch_of_pieces(&mut batch, state, out);
-                }
+            |ends| {
+                batch.pack(bytes, from, ends, &state.table);
+                self.encode_batch_of_pieces(bytes, from, ends, &batch, state, out);
+                from = ends[ends.len() - 1];
             },
-        )?;
-        self.encode_batch_of_pieces(&mut batch, state, out);
-        Ok(())
+        )
     }
 }
 
@@ -612,44 +629,40 @@ impl Drop for PooledState<'_> {
     }
 }
 
-/// Pre-tokens waiting to be encoded, packed and hashed as they arrive so
-/// that the buckets they will look up are prefetched while the scanner finds
-/// the next ones, in two steps as gigatoken does: into L2 as a piece joins
-/// the batch (`BATCH` pieces, hundreds of cycles ahead: enough for a memory
-/// access), then into L1 `L1_AHEAD` pieces before its lookup.
-struct PieceBatch<'t> {
-    /// The text the pieces are slices of.
-    document: &'t [u8],
-    pieces: [&'t [u8]; BATCH],
-    keys: [u128; BATCH],
-    hashes: [u64; BATCH],
-    len: usize,
+/// The packed keys (`packed.rs`; 0 for a piece too long to pack) and hashes
+/// of one batch of pieces, computed before any is looked up so that the
+/// buckets they will read are prefetched while the others are packed, in
+/// two steps as gigatoken does: into L2 as the batch is packed (a batch is
+/// hundreds of pieces: enough time for a memory access), then into L1
+/// `L1_AHEAD` pieces before a lookup.
+struct PieceBatch {
+    keys: [u128; BATCH_ROOM],
+    hashes: [u64; BATCH_ROOM],
 }
 
-const BATCH: usize = 256;
 const L1_AHEAD: usize = 4;
 /// The pieces `encode_hits` makes room for at once: a miss wastes the
 /// zeroing of at most this many pieces' id slots (384 bytes).
 const HIT_WINDOW: usize = 32;
 
-impl<'t> PieceBatch<'t> {
-    fn new(document: &'t [u8]) -> Self {
-        Self { document, pieces: [&[]; BATCH], keys: [0; BATCH], hashes: [0; BATCH], len: 0 }
+impl PieceBatch {
+    fn new() -> Self {
+        Self { keys: [0; BATCH_ROOM], hashes: [0; BATCH_ROOM] }
     }
 
-    /// Add a pre-token; true when the batch is full.
+    /// Pack and hash the pieces ending at `ends` (the first starting at
+    /// `from`) of `document`, and prefetch their buckets of `table`. A piece
+    /// too long to pack gets key 0 and hash 0 (its prefetch is wasted, but
+    /// a branch here would mispredict on text).
     #[inline(always)]
-    fn push(&mut self, bytes: &'t [u8], table: &PieceTable) -> bool {
-        let key = pack_in(self.document, bytes).unwrap_or(0);
-        let mut hash = 0;
-        if key != 0 {
-            hash = hash_packed(key);
+    fn pack(&mut self, document: &[u8], mut from: usize, ends: &[usize], table: &PieceTable) {
+        for (i, &end) in ends.iter().enumerate() {
+            let key = pack_at(document, from, end).unwrap_or(0);
+            let hash = hash_packed(key);
             table.prefetch::<L2>(hash);
+            (self.keys[i], self.hashes[i]) = (key, hash);
+            from = end;
         }
-        let i = self.len;
-        (self.pieces[i], self.keys[i], self.hashes[i]) = (bytes, key, hash);
-        self.len += 1;
-        self.len == BATCH
     }
 }
 

@@ -47,29 +47,42 @@ fn load_u64(bytes: &[u8]) -> u64 {
 /// `pack(piece)` for a `piece` that is a slice of `text`: one 16-byte load
 /// from `text` and a mask instead of `pack`'s branches on the length, when
 /// `text` has 16 bytes from where the piece starts (the bytes after the
-/// piece are then masked off). The encoder and the counter pack every
-/// pre-token this way: `pack`'s length dispatch mispredicts on text and cost
-/// 3-4 ns a piece. Any other `piece` (one that does not start inside `text`,
-/// or too close to its end) is packed by `pack`, so the result is always
-/// `pack(piece)`.
+/// piece are then masked off). The counter packs every pre-token this way:
+/// `pack`'s length dispatch mispredicts on text and cost 3-4 ns a piece. Any
+/// other `piece` (one that does not start inside `text`, or too close to its
+/// end) is packed by `pack`, so the result is always `pack(piece)`.
 #[inline]
 pub fn pack_in(text: &[u8], piece: &[u8]) -> Option<u128> {
-    let len = piece.len();
+    // Where `piece` starts in `text`; a window found there is the piece's own
+    // memory, so its first bytes are the piece.
+    let start = (piece.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    match start.checked_add(16).and_then(|end| text.get(start..end)) {
+        Some(window) if piece.len() <= INLINE_MAX => Some(masked(window, piece.len())),
+        _ => pack(piece),
+    }
+}
+
+/// `pack(&text[start..end])`, the same way as `pack_in` (what the encoder
+/// uses: its scanner gives offsets).
+#[inline(always)]
+pub fn pack_at(text: &[u8], start: usize, end: usize) -> Option<u128> {
+    let len = end - start;
     if len > INLINE_MAX {
         return None;
     }
-    // Where `piece` starts in `text`; a window found there is the piece's own
-    // memory, so its first `len` bytes are the piece.
-    let start = (piece.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    match start.checked_add(16).and_then(|end| text.get(start..end)) {
-        Some(window) => {
-            let mut word = [0u8; 16];
-            word.copy_from_slice(window);
-            let bytes = u128::from_le_bytes(word) & ((1u128 << (8 * len)) - 1);
-            Some(bytes | (len as u128) << 120)
-        }
-        None => pack(piece),
+    match text.get(start..start + 16) {
+        Some(window) => Some(masked(window, len)),
+        None => pack(&text[start..end]),
     }
+}
+
+/// The packed key of the first `len` bytes of `window` (16 bytes).
+#[inline(always)]
+fn masked(window: &[u8], len: usize) -> u128 {
+    let mut word = [0u8; 16];
+    word.copy_from_slice(window);
+    let bytes = u128::from_le_bytes(word) & ((1u128 << (8 * len)) - 1);
+    bytes | (len as u128) << 120
 }
 
 /// The hash of a packed key that the encoder's tables share (`cache.rs`,
@@ -106,6 +119,7 @@ mod tests {
             for len in 0..=(text.len() - start).min(INLINE_MAX + 1) {
                 let piece = &text[start..start + len];
                 assert_eq!(pack_in(&text, piece), pack(piece), "{start}+{len}");
+                assert_eq!(pack_at(&text, start, start + len), pack(piece), "{start}+{len}");
             }
         }
         // A piece from elsewhere is packed as itself.

@@ -158,29 +158,63 @@ impl Pattern {
     /// they are the whole document.
     #[inline]
     pub fn for_each_piece<'t>(&self, text: &'t str, mut visit: impl FnMut(&'t str)) -> Result<(), Error> {
+        let mut from = 0;
+        self.for_each_batch(
+            text,
+            #[inline(always)]
+            |ends| {
+                for &end in ends {
+                    debug_assert!(text.is_char_boundary(end));
+                    // SAFETY: `from < end <= text.len()`, and every end is a
+                    // char boundary: the scanners step over whole chars (the
+                    // block rules end pieces only before ASCII bytes), and a
+                    // regex match ends on one.
+                    visit(unsafe { text.get_unchecked(from..end) });
+                    from = end;
+                }
+            },
+        )
+    }
+
+    /// The pre-tokens of one document in batches, each given by the ends
+    /// (exclusive byte offsets) of its pieces: the first piece of a batch
+    /// starts where the last one of the previous batch ended (at 0 for the
+    /// first), and the last batch's last end is the document's length. The
+    /// encoder works a batch at a time (packing, prefetching, then lookups);
+    /// a batch holds at most `scan::BATCH_ROOM` pieces.
+    #[inline]
+    pub fn for_each_batch(&self, text: &str, mut visit: impl FnMut(&[usize])) -> Result<(), Error> {
         match self {
-            Pattern::Gpt2 => scan::for_each_piece::<scan::gpt2::Gpt2>(text, visit),
-            Pattern::Cl100k => scan::for_each_piece::<scan::cl100k::Cl100k>(text, visit),
-            Pattern::O200k => scan::for_each_piece::<scan::o200k::O200k>(text, visit),
-            Pattern::Llama3 => scan::for_each_piece::<scan::cl100k::Llama3>(text, visit),
-            Pattern::Qwen2 => scan::for_each_piece::<scan::cl100k::Qwen2>(text, visit),
+            Pattern::Gpt2 => scan::for_each_batch::<scan::gpt2::Gpt2>(text, visit),
+            Pattern::Cl100k => scan::for_each_batch::<scan::cl100k::Cl100k>(text, visit),
+            Pattern::O200k => scan::for_each_batch::<scan::o200k::O200k>(text, visit),
+            Pattern::Llama3 => scan::for_each_batch::<scan::cl100k::Llama3>(text, visit),
+            Pattern::Qwen2 => scan::for_each_batch::<scan::cl100k::Qwen2>(text, visit),
             Pattern::Regex { spec, regex, unmatched } => {
                 let (mut covered, mut gaps) = (0, 0);
+                let mut ends = Vec::with_capacity(scan::BATCH_PIECES);
                 for found in regex.find_iter(text) {
                     let found = found
                         .map_err(|e| Error::InvalidArgument(format!("pattern {spec:?} failed on the input: {e}")))?;
                     if found.start() > covered {
-                        visit(&text[covered..found.start()]);
+                        ends.push(found.start());
                         gaps += found.start() - covered;
                     }
                     if !found.as_str().is_empty() {
-                        visit(found.as_str());
+                        ends.push(found.end());
                     }
                     covered = covered.max(found.end());
+                    if ends.len() >= scan::BATCH_PIECES {
+                        visit(&ends);
+                        ends.clear();
+                    }
                 }
                 if covered < text.len() {
-                    visit(&text[covered..]);
+                    ends.push(text.len());
                     gaps += text.len() - covered;
+                }
+                if !ends.is_empty() {
+                    visit(&ends);
                 }
                 if gaps > 0 {
                     unmatched.fetch_add(gaps as u64, Ordering::Relaxed);

@@ -127,12 +127,13 @@ impl PieceTable {
         let index = self.bucket_index(hash);
         let bucket = &self.buckets.get(index)?.0;
         let (first, second) = (bucket[0].key == key, bucket[1].key == key);
-        if !(first | second) {
-            return None;
-        }
-        let slot = if first { bucket[0] } else { bucket[1] };
-        let len = slot.len as usize;
-        (len <= INLINE_IDS).then_some((slot.ids, len))
+        // Both ways' ids are read and one kept by a mask, not a branch: which
+        // way holds a piece is as good as random, and the branch mispredicted.
+        let keep_first = (first as u32).wrapping_neg();
+        let pick = |a: u32, b: u32| a & keep_first | b & !keep_first;
+        let len = pick(bucket[0].len, bucket[1].len) as usize;
+        let ids = std::array::from_fn(|k| pick(bucket[0].ids[k], bucket[1].ids[k]));
+        ((first | second) & (len <= INLINE_IDS)).then_some((ids, len))
     }
 
     /// Append the ids of `key` to `out` if the table has them.
