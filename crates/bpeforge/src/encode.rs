@@ -217,39 +217,46 @@ impl Encoder {
         }
     }
 
-    /// The warm path: from piece `from` on (of `len` in `batch`), as long as
+    /// The warm path: from piece `from` on (of `pieces` in `batch`), as long as
     /// the thread's table holds each piece's ids inline, write them and go
-    /// on; the index of the first piece it does not hold (or of the window's
-    /// end). Each hit writes all `INLINE_IDS` id slots into room made for
-    /// the window and keeps `len` of them, so a piece costs no capacity check
-    /// and no branch on its length.
+    /// on; the index of the first piece it does not hold (or `pieces`). Each hit
+    /// writes all `INLINE_IDS` id slots into room reserved for the rest of
+    /// the batch (not zeroed: nothing is read there before it is written)
+    /// and keeps those it has, so a piece costs no capacity check and no
+    /// branch on its length. Until the ninth session the room was made 32
+    /// pieces at a time, and the piece after each 32 took the slow path.
     #[inline(always)]
     fn encode_hits(
         &self,
         batch: &PieceBatch,
-        len: usize,
+        pieces: usize,
         from: usize,
         state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) -> usize {
-        let window_end = len.min(from + HIT_WINDOW);
-        let start = out.len();
-        out.resize(start + (window_end - from) * INLINE_IDS, 0);
-        let (mut i, mut end) = (from, start);
-        while i < window_end {
-            if i + L1_AHEAD < len {
-                state.table.prefetch::<L1>(batch.hashes[i + L1_AHEAD]);
-            }
-            let key = batch.keys[i];
+        let table = state.table.probe();
+        out.reserve((pieces - from) * INLINE_IDS);
+        let room = out.spare_capacity_mut().as_mut_ptr();
+        let (mut i, mut written) = (from, 0);
+        while i < pieces {
+            // Past `pieces` this prefetches a stale hash: harmless, and no branch.
+            table.prefetch::<L1>(batch.hashes[(i + L1_AHEAD) % BATCH_SLOTS]);
+            let key = batch.keys[i % BATCH_SLOTS];
             if key == 0 {
                 break;
             }
-            let Some((ids, len)) = state.table.get_inline(key, batch.hashes[i]) else { break };
-            out[end..end + INLINE_IDS].copy_from_slice(&ids);
-            end += len;
+            let Some((ids, count)) = table.get_inline(key, batch.hashes[i % BATCH_SLOTS]) else { break };
+            // SAFETY: `written <= (i - from) * INLINE_IDS`, so these
+            // `INLINE_IDS` slots are within the room reserved above for
+            // `pieces - from` pieces.
+            unsafe { std::ptr::copy_nonoverlapping(ids.as_ptr(), room.add(written).cast::<u32>(), INLINE_IDS) };
+            written += count;
             i += 1;
         }
-        out.truncate(end);
+        // SAFETY: the first `written` slots of the spare capacity were
+        // written just above (each hit wrote `INLINE_IDS` from its start and
+        // kept `count <= INLINE_IDS` of them).
+        unsafe { out.set_len(out.len() + written) };
         state.hits += (i - from) as u64;
         i
     }
@@ -636,18 +643,19 @@ impl Drop for PooledState<'_> {
 /// hundreds of pieces: enough time for a memory access), then into L1
 /// `L1_AHEAD` pieces before a lookup.
 struct PieceBatch {
-    keys: [u128; BATCH_ROOM],
-    hashes: [u64; BATCH_ROOM],
+    keys: [u128; BATCH_SLOTS],
+    hashes: [u64; BATCH_SLOTS],
 }
 
-const L1_AHEAD: usize = 4;
-/// The pieces `encode_hits` makes room for at once: a miss wastes the
-/// zeroing of at most this many pieces' id slots (384 bytes).
-const HIT_WINDOW: usize = 32;
+/// A batch's arrays, a power of two long so that the warm path indexes them
+/// with a mask instead of a bounds check (a batch has at most `BATCH_ROOM`).
+const BATCH_SLOTS: usize = BATCH_ROOM.next_power_of_two();
+
+const L1_AHEAD: usize = 16;
 
 impl PieceBatch {
     fn new() -> Self {
-        Self { keys: [0; BATCH_ROOM], hashes: [0; BATCH_ROOM] }
+        Self { keys: [0; BATCH_SLOTS], hashes: [0; BATCH_SLOTS] }
     }
 
     /// Pack and hash the pieces ending at `ends` (the first starting at
@@ -656,6 +664,7 @@ impl PieceBatch {
     /// a branch here would mispredict on text).
     #[inline(always)]
     fn pack(&mut self, document: &[u8], mut from: usize, ends: &[usize], table: &PieceTable) {
+        let table = table.probe();
         for (i, &end) in ends.iter().enumerate() {
             let key = pack_at(document, from, end).unwrap_or(0);
             let hash = hash_packed(key);

@@ -105,35 +105,13 @@ impl PieceTable {
         (hash >> self.shift) as usize
     }
 
-    /// Start loading the bucket of `hash` into cache level `LEVEL`
-    /// (`prefetch::L1` or `L2`), so that a lookup some pieces later finds it
-    /// there. A hint only: no effect on results.
-    #[inline]
-    pub fn prefetch<const LEVEL: i32>(&self, hash: u64) {
-        if let Some(bucket) = self.buckets.get(self.bucket_index(hash)) {
-            prefetch_to::<LEVEL, _>(bucket);
-        }
-    }
-
-    /// The ids of `key` and how many there are, when the table has them
-    /// inline (at most `INLINE_IDS`): the warm path, which writes all three
-    /// and keeps `len` of them (see `encode.rs`). `None` for anything else:
-    /// a miss, or a piece whose ids overflow, which `get` then answers.
-    /// `key` must not be 0 (an empty slot's). A lookup writes nothing (see
-    /// the eviction policy at the top).
+    /// The table as the warm path reads it (`Probe`), for a run of lookups
+    /// with no insert between them.
     #[inline(always)]
-    pub fn get_inline(&self, key: u128, hash: u64) -> Option<([u32; INLINE_IDS], usize)> {
-        debug_assert!(key != 0);
-        let index = self.bucket_index(hash);
-        let bucket = &self.buckets.get(index)?.0;
-        let (first, second) = (bucket[0].key == key, bucket[1].key == key);
-        // Both ways' ids are read and one kept by a mask, not a branch: which
-        // way holds a piece is as good as random, and the branch mispredicted.
-        let keep_first = (first as u32).wrapping_neg();
-        let pick = |a: u32, b: u32| a & keep_first | b & !keep_first;
-        let len = pick(bucket[0].len, bucket[1].len) as usize;
-        let ids = std::array::from_fn(|k| pick(bucket[0].ids[k], bucket[1].ids[k]));
-        ((first | second) & (len <= INLINE_IDS)).then_some((ids, len))
+    pub fn probe(&self) -> Probe<'_> {
+        // An empty table has shift 0; any index is then past its end, and a
+        // `Probe` lookup finds nothing.
+        Probe { buckets: &self.buckets, shift: self.shift }
     }
 
     /// Append the ids of `key` to `out` if the table has them.
@@ -236,6 +214,48 @@ impl PieceTable {
         self.buckets.clear();
         (self.entries, self.evictions) = (0, 0);
         self.overflow.clear();
+    }
+}
+
+/// A `PieceTable`'s buckets and shift, copied out of it so that a loop of
+/// lookups keeps them in registers: through `&PieceTable` they were loaded
+/// again for every piece (the compiler cannot tell that the ids written in
+/// between do not change them).
+#[derive(Clone, Copy)]
+pub struct Probe<'t> {
+    buckets: &'t [Bucket],
+    shift: u32,
+}
+
+impl Probe<'_> {
+    /// Start loading the bucket of `hash` into cache level `LEVEL`
+    /// (`prefetch::L1` or `L2`), so that a lookup some pieces later finds it
+    /// there. A hint only: no effect on results.
+    #[inline(always)]
+    pub fn prefetch<const LEVEL: i32>(self, hash: u64) {
+        if let Some(bucket) = self.buckets.get((hash >> self.shift) as usize) {
+            prefetch_to::<LEVEL, _>(bucket);
+        }
+    }
+
+    /// The ids of `key` and how many there are, when the table has them
+    /// inline (at most `INLINE_IDS`): the warm path, which writes all three
+    /// and keeps `len` of them (see `encode.rs`). `None` for anything else:
+    /// a miss, or a piece whose ids overflow, which `PieceTable::get` then
+    /// answers. `key` must not be 0 (an empty slot's). A lookup writes
+    /// nothing (see the eviction policy at the top).
+    #[inline(always)]
+    pub fn get_inline(self, key: u128, hash: u64) -> Option<([u32; INLINE_IDS], usize)> {
+        debug_assert!(key != 0);
+        let bucket = &self.buckets.get((hash >> self.shift) as usize)?.0;
+        let (first, second) = (bucket[0].key == key, bucket[1].key == key);
+        // Both ways' ids are read and one kept by a mask, not a branch: which
+        // way holds a piece is as good as random, and the branch mispredicted.
+        let keep_first = (first as u32).wrapping_neg();
+        let pick = |a: u32, b: u32| a & keep_first | b & !keep_first;
+        let len = pick(bucket[0].len, bucket[1].len) as usize;
+        let ids = std::array::from_fn(|k| pick(bucket[0].ids[k], bucket[1].ids[k]));
+        ((first | second) & (len <= INLINE_IDS)).then_some((ids, len))
     }
 }
 
