@@ -77,6 +77,11 @@ pub struct PieceTable {
     entries: usize,
     /// Pieces evicted since the table last started over.
     evictions: usize,
+    /// One bit a bucket: whether a key of this bucket went to the bucket
+    /// beside it (`place`). A miss looks beside only then: on a first call
+    /// every distinct piece misses, and reading the line beside each (never
+    /// prefetched) was 6% of the call.
+    spilled: Vec<u64>,
     overflow: Vec<u32>,
 }
 
@@ -92,12 +97,20 @@ impl PieceTable {
     /// `64 - log2(buckets)`, and a shift by 64 would overflow).
     pub fn with_max_buckets(max_buckets: usize) -> Self {
         let max_buckets = 1 << max_buckets.max(2).ilog2();
-        Self { buckets: Vec::new(), max_buckets, shift: 0, entries: 0, evictions: 0, overflow: Vec::new() }
+        Self {
+            buckets: Vec::new(),
+            max_buckets,
+            shift: 0,
+            entries: 0,
+            evictions: 0,
+            spilled: Vec::new(),
+            overflow: Vec::new(),
+        }
     }
 
     /// Bytes allocated (the buckets and the overflow ids).
     pub fn bytes(&self) -> usize {
-        self.buckets.capacity() * BUCKET_BYTES + self.overflow.capacity() * 4
+        self.buckets.capacity() * BUCKET_BYTES + self.spilled.capacity() * 8 + self.overflow.capacity() * 4
     }
 
     #[inline]
@@ -165,19 +178,28 @@ impl PieceTable {
 
     /// Where a key may be: its bucket, then the bucket beside it (the other
     /// half of its 128-byte pair), which takes the keys of a full bucket
-    /// before anything is evicted. With two ways, 74 K pieces in 128 Ki
-    /// buckets leave 2% of the buckets with three or more; evicting there
-    /// sent a few thousand pieces to the shared cache on every warm call (11%
-    /// of `perf` samples). The warm path (`get_inline`) looks in the first
-    /// bucket only; a key beside it is found here, on the slower path.
+    /// before anything is evicted, if it has taken any of this bucket's
+    /// (`spilled`). With two ways, 74 K pieces in 128 Ki buckets leave 2% of
+    /// the buckets with three or more; evicting there sent a few thousand
+    /// pieces to the shared cache on every warm call (11% of `perf`
+    /// samples). The warm path (`get_inline`) looks in the first bucket
+    /// only; a key beside it is found here, on the slower path.
     fn slots_of(&self, hash: u64) -> impl Iterator<Item = &Slot> {
         let index = self.bucket_index(hash);
-        self.buckets[index].0.iter().chain(self.buckets[index ^ 1].0.iter())
+        let beside: &[Slot] = if self.has_spilled(index) { &self.buckets[index ^ 1].0 } else { &[] };
+        self.buckets[index].0.iter().chain(beside)
     }
 
-    /// Whether `key`'s bucket and the one beside it are full of other keys.
+    fn has_spilled(&self, index: usize) -> bool {
+        self.spilled[index / 64] >> (index % 64) & 1 != 0
+    }
+
+    /// Whether `key`'s bucket and the one beside it are full of other keys
+    /// (the one beside is read only when its own is full).
     fn no_room(&self, key: u128, hash: u64) -> bool {
-        self.slots_of(hash).all(|slot| slot.key != 0 && slot.key != key)
+        let index = self.bucket_index(hash);
+        let [home, beside] = [index, index ^ 1].map(|index| &self.buckets[index].0);
+        home.iter().chain(beside).all(|slot| slot.key != 0 && slot.key != key)
     }
 
     /// Put `slot` in an empty way of its bucket, else of the bucket beside
@@ -185,13 +207,14 @@ impl PieceTable {
     fn place(&mut self, slot: Slot, hash: u64) {
         let home = self.bucket_index(hash);
         let free = |bucket: &Bucket| bucket.0.iter().position(|resident| resident.key == 0 || resident.key == slot.key);
-        let (index, way) = match (free(&self.buckets[home]), free(&self.buckets[home ^ 1])) {
-            (Some(way), _) => (home, way),
-            (None, Some(way)) => (home ^ 1, way),
-            (None, None) => {
-                self.evictions += 1;
-                (home, WAYS - 1)
-            }
+        let (index, way) = if let Some(way) = free(&self.buckets[home]) {
+            (home, way)
+        } else if let Some(way) = free(&self.buckets[home ^ 1]) {
+            self.spilled[home / 64] |= 1 << (home % 64);
+            (home ^ 1, way)
+        } else {
+            self.evictions += 1;
+            (home, WAYS - 1)
         };
         let resident = &mut self.buckets[index].0[way];
         if resident.key == 0 {
@@ -202,6 +225,7 @@ impl PieceTable {
 
     fn resize(&mut self, buckets: usize) {
         let old = std::mem::replace(&mut self.buckets, vec![Bucket::default(); buckets]);
+        self.spilled = vec![0; buckets.div_ceil(64)];
         self.shift = 64 - buckets.ilog2();
         self.entries = 0;
         // Ways in order, so each bucket's frequent pieces stay ahead.
@@ -212,6 +236,7 @@ impl PieceTable {
 
     fn clear(&mut self) {
         self.buckets.clear();
+        self.spilled.clear();
         (self.entries, self.evictions) = (0, 0);
         self.overflow.clear();
     }
