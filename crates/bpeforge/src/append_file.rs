@@ -45,7 +45,7 @@ impl Appender {
     /// `fd` must be an open file descriptor, writable, for as long as the
     /// appender lives.
     pub unsafe fn for_fd(fd: i32, offset: u64) -> io::Result<Self> {
-        let (mut file, staged) = match (offset % PAGE as u64 == 0).then(|| open_direct(fd)).flatten() {
+        let (mut file, staged) = match offset.is_multiple_of(PAGE as u64).then(|| open_direct(fd)).flatten() {
             Some(direct) => (direct, Some((vec![Page([0; PAGE]); STAGED_PAGES], 0))),
             // SAFETY: the caller keeps `fd` open while this runs; the clone is ours.
             None => (File::from(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?), None),

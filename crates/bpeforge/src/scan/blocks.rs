@@ -15,6 +15,12 @@
 //! inside the window loop: its state went through memory on every piece and
 //! each piece's slice was checked for char boundaries, half the scan's time.
 //!
+//! The window loop is compiled once per way of classifying a block
+//! (`classify.rs`: SSE2, AVX2, AVX-512BW on x86-64), each copy with its
+//! target features, and `fill` picks the best the CPU has (detected once)
+//! per batch; the char-by-char scanner stays out of the loop
+//! (`scalar_turn`).
+//!
 //! The rules are exact only where they can see every byte they depend on
 //! as ASCII: the start status of byte `i` depends on bytes `i - 1..=i + 1`
 //! (and a contraction's on the two after its apostrophe), so a window is
@@ -26,7 +32,9 @@
 //! same pieces: `tests` below compare them on generated text, and every
 //! preset's scanner is checked against `regex` in `tests/test_scanners.py`.
 
-use super::classify::{classify, Masks, BLOCK};
+#[cfg(target_arch = "x86_64")]
+use super::classify::{Avx2, Avx512};
+use super::classify::{Baseline, Classify, Level, Masks, BLOCK};
 use super::Scanner;
 
 /// Bytes a window reads: the block and one byte of look-ahead.
@@ -76,11 +84,70 @@ impl PieceEnds {
     /// false when there were none left.
     #[inline(always)]
     pub(crate) fn fill<S: Scanner>(&mut self, bytes: &[u8]) -> bool {
+        // SAFETY: `best` is a level the CPU has.
+        unsafe { self.fill_at::<S>(bytes, Level::best()) }
+    }
+
+    /// `fill` with `level`'s classifier. A batch (about 1 KB of English) is
+    /// worth one branch on the level; the AVX loops are functions of their
+    /// own, compiled with their features, and the baseline's is inlined
+    /// here.
+    ///
+    /// # Safety
+    /// The CPU has `level` (`Level::is_supported`).
+    #[inline(always)]
+    unsafe fn fill_at<S: Scanner>(&mut self, bytes: &[u8], level: Level) -> bool {
+        debug_assert!(level.is_supported());
+        // SAFETY: the caller vouches for `level`; the baseline is on every CPU.
+        unsafe {
+            match level {
+                Level::Baseline => self.fill_with::<S, Baseline>(bytes),
+                #[cfg(target_arch = "x86_64")]
+                Level::Avx2 => self.fill_avx2::<S>(bytes),
+                #[cfg(target_arch = "x86_64")]
+                Level::Avx512 => self.fill_avx512::<S>(bytes),
+            }
+        }
+    }
+
+    /// `fill_with` for AVX2, compiled with it and with the scalar
+    /// extensions every AVX2 CPU has: TZCNT, LZCNT and POPCNT for the bit
+    /// loops, which x86-64's baseline lacks (`count_ones` is otherwise a
+    /// dozen instructions).
+    ///
+    /// # Safety
+    /// The CPU has these features (`Level::Avx2.is_supported()`).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
+    unsafe fn fill_avx2<S: Scanner>(&mut self, bytes: &[u8]) -> bool {
+        // SAFETY: as for this function.
+        unsafe { self.fill_with::<S, Avx2>(bytes) }
+    }
+
+    /// `fill_with` for AVX-512BW, compiled with it (and as `fill_avx2`).
+    ///
+    /// # Safety
+    /// The CPU has these features (`Level::Avx512.is_supported()`).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx2,bmi1,bmi2,popcnt,lzcnt")]
+    unsafe fn fill_avx512<S: Scanner>(&mut self, bytes: &[u8]) -> bool {
+        // SAFETY: as for this function.
+        unsafe { self.fill_with::<S, Avx512>(bytes) }
+    }
+
+    /// The scanning loop, with classifier `C`; inlined whole into each
+    /// entry above, so that `C::classify` is compiled with its features.
+    ///
+    /// # Safety
+    /// The CPU has `C`'s instructions.
+    #[inline(always)]
+    unsafe fn fill_with<S: Scanner, C: Classify>(&mut self, bytes: &[u8]) -> bool {
         self.len = 0;
         while self.start < bytes.len() && self.len < BATCH_PIECES {
             let start = self.start;
-            if S::HAS_BLOCK_RULES && start >= self.scalar_until && start + WINDOW <= bytes.len() {
-                let (starts, mut stopped_at) = window_starts::<S>(bytes, start);
+            if self.window_fits::<S>(bytes) {
+                // SAFETY: the caller vouches for `C`.
+                let (starts, mut stopped_at) = unsafe { window_starts::<S, C>(bytes, start) };
                 // A window that stopped within its first bytes was classified
                 // for little (see `windows_stopped`); English with curly
                 // quotes stops often, but late.
@@ -101,13 +168,39 @@ impl PieceEnds {
                     continue;
                 }
             }
+            self.scalar_turn::<S>(bytes);
+        }
+        self.len > 0
+    }
+
+    /// Whether the next piece is to come from a window.
+    #[inline(always)]
+    fn window_fits<S: Scanner>(&self, bytes: &[u8]) -> bool {
+        S::HAS_BLOCK_RULES && self.start >= self.scalar_until && self.start + WINDOW <= bytes.len()
+    }
+
+    /// The char-by-char scanner's pieces, one at least, until a window
+    /// fits or the batch is full.
+    ///
+    /// Out of line, and compiled for the x86-64 baseline whatever the
+    /// level, so that the window loop is small: inlined, the char-by-char
+    /// scanner made every level 10-25% slower on English, and in the AVX
+    /// loops each of its calls into the Unicode tables (once per non-ASCII
+    /// char) cleared the upper halves of the vector registers and reloaded
+    /// the loop's vector constants after; out of line that is once a turn.
+    #[inline(never)]
+    fn scalar_turn<S: Scanner>(&mut self, bytes: &[u8]) {
+        loop {
+            let start = self.start;
             let end = S::piece_end(bytes, start);
             debug_assert!(end > start);
             self.ends[self.len] = end;
             self.len += 1;
             self.start = end;
+            if end >= bytes.len() || self.len >= BATCH_PIECES || self.window_fits::<S>(bytes) {
+                break;
+            }
         }
-        self.len > 0
     }
 
     /// Append `base + i` for each set bit `i` of `starts`: eight at a time,
@@ -147,10 +240,14 @@ pub(crate) fn for_each_batch<S: Scanner>(text: &str, mut visit: impl FnMut(&[usi
 /// (bit `i` for byte `start + i`; bit 0 always set), and where the
 /// char-by-char scanner should take over if the window stopped short: past
 /// its last non-ASCII byte, or `start` when it did not stop.
+///
+/// # Safety
+/// The CPU has `C`'s instructions.
 #[inline(always)]
-fn window_starts<S: Scanner>(bytes: &[u8], start: usize) -> (u64, usize) {
+unsafe fn window_starts<S: Scanner, C: Classify>(bytes: &[u8], start: usize) -> (u64, usize) {
     let block: &[u8; BLOCK] = bytes[start..start + BLOCK].try_into().expect("a whole block");
-    let masks = classify(block);
+    // SAFETY: the caller vouches for `C`.
+    let masks = unsafe { C::classify(block) };
     let ahead = bytes[start + BLOCK];
     // Bits below `trusted` have all of bytes `i - 1..=i + 1` in ASCII.
     let (trusted, stopped_at) = if masks.non_ascii != 0 {
@@ -223,6 +320,7 @@ pub(crate) fn apply_contractions(
 
 #[cfg(test)]
 mod tests {
+    use super::{Level, PieceEnds};
     use crate::scan::cl100k::{Cl100k, Llama3, Qwen2};
     use crate::scan::gpt2::Gpt2;
     use crate::scan::o200k::O200k;
@@ -239,15 +337,25 @@ mod tests {
         out
     }
 
+    /// The pieces of the block scanner, the same with each classifier the
+    /// CPU has (`for_each_batch` uses only the best).
     fn block_pieces<S: Scanner>(text: &str) -> Vec<&str> {
-        let (mut out, mut from) = (Vec::new(), 0);
-        super::for_each_batch::<S>(text, |ends| {
-            for &end in ends {
-                out.push(&text[from..end]);
-                from = end;
+        let mut pieces: Option<Vec<&str>> = None;
+        for &level in Level::ALL.iter().filter(|level| level.is_supported()) {
+            let (mut batch, mut out, mut from) = (PieceEnds::new(), Vec::new(), 0);
+            // SAFETY: the CPU has `level` (filtered above).
+            while unsafe { batch.fill_at::<S>(text.as_bytes(), level) } {
+                for &end in batch.as_slice() {
+                    out.push(&text[from..end]);
+                    from = end;
+                }
             }
-        });
-        out
+            match &pieces {
+                Some(first) => assert_eq!(&out, first, "{level:?} on {text:?}"),
+                None => pieces = Some(out),
+            }
+        }
+        pieces.expect("the baseline is always supported")
     }
 
     /// Texts of 0-400 chars drawn from fragments that meet every rule:

@@ -239,7 +239,7 @@ mod tests {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             text.push(' ');
             text.push_str(words[(state >> 33) as usize % words.len()]);
-            if state % 5 == 0 {
+            if state.is_multiple_of(5) {
                 text.push_str(words[(state >> 40) as usize % words.len()]);
             }
         }
