@@ -5,8 +5,6 @@
 ['Hello', ' world', "'s", ' ', ' end']
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from bpeforge._core import PATTERNS
 from bpeforge._core import pretokenize as _pretokenize
 from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
@@ -22,10 +20,18 @@ def pretokenize(text: str, pattern: str = "gpt2") -> list[str]:
     return _pretokenize(text, normalize_pattern(pattern))
 
 
-try:
-    __version__ = version("bpeforge")
-except PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0+unknown"
+def __getattr__(name: str) -> str:
+    # `__version__` is read from the installed metadata only when asked:
+    # importing `importlib.metadata` took a fifth of `import bpeforge`.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("bpeforge")
+        except PackageNotFoundError:  # running from a source tree without installing
+            return "0+unknown"
+    raise AttributeError(f"module 'bpeforge' has no attribute {name!r}")
+
 
 __all__ = [
     "PATTERNS",

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 MIB = 1 << 20
 _BYTES = {"unit": " MiB", "unit_scale": 1 / MIB}  # tqdm scales the count, the total and the rate
@@ -41,6 +43,10 @@ class ProgressBars:
         total = max(total, done) if total else None  # 0: unknown (compressed input, records)
         bar = self._bars.get(phase)
         if bar is None:
+            # Imported with the first bar: tqdm (and the package metadata it reads) was a third of
+            # `import bpeforge`, paid by every run, `--no-progress` ones too.
+            from tqdm import tqdm
+
             for other in self._bars.values():
                 other.close()
             bar = self._bars[phase] = tqdm(

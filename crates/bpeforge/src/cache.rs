@@ -253,7 +253,7 @@ pub struct SharedCache {
     shards: Box<[Padded]>,
     shard_shift: u32,
     capacity: usize,
-    /// Entries ever added (`insert_all` counts them; a hint, see `seems_empty`).
+    /// Entries ever added (`insert_all` counts them; a hint, see `added`).
     added: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -283,13 +283,14 @@ impl SharedCache {
         !self.shards.is_empty()
     }
 
-    /// Whether nothing was ever added. A thread that sees it at the start of
-    /// a call skips its lookups here for that call: in a process's first
-    /// call the cache holds only what the call itself adds, which its own
-    /// table holds too. (Another thread may add meanwhile; missing that costs
-    /// merges, never a different id.)
-    pub fn seems_empty(&self) -> bool {
-        self.added.load(Ordering::Relaxed) == 0
+    /// Entries ever added. A state whose own additions are all of them, and
+    /// whose table dropped nothing, skips its lookups here for a call (see
+    /// `Encoder::with_state`): in a process's first call the cache holds
+    /// only what the call itself adds, which its own table holds too.
+    /// (Another thread may add meanwhile; missing that costs merges, never a
+    /// different id.)
+    pub fn added(&self) -> u64 {
+        self.added.load(Ordering::Relaxed)
     }
 
     #[inline]
@@ -312,10 +313,11 @@ impl SharedCache {
     /// it is written. One locked insert per miss, each a cache miss in a
     /// table of megabytes, was a fifth of a first call (10 MB of Gutenberg,
     /// `examples/encode_file`: 126-134 MB/s, against 149-157 with no cache).
-    pub fn insert_all(&self, entries: &mut Vec<NewEntry>) {
+    /// Returns how many it added.
+    pub fn insert_all(&self, entries: &mut Vec<NewEntry>) -> u64 {
         if self.shards.is_empty() || entries.is_empty() {
             entries.clear();
-            return;
+            return 0;
         }
         let by_shard = group_by(entries, self.shards.len(), |entry| self.shard_index(entry.hash));
         for (index, group) in by_shard.iter().enumerate().filter(|(_, group)| !group.is_empty()) {
@@ -327,8 +329,10 @@ impl SharedCache {
                 shard.insert(entry.key, entry.hash, &entry.ids[..entry.len as usize]);
             }
         }
-        self.added.fetch_add(entries.len() as u64, Ordering::Relaxed);
+        let added = entries.len() as u64;
+        self.added.fetch_add(added, Ordering::Relaxed);
         entries.clear();
+        added
     }
 
     /// Append the ids of `key` (whose `hash_packed` is `hash`) to `out` if cached.
@@ -396,7 +400,7 @@ mod tests {
     #[test]
     fn insert_all_adds_what_each_insert_would() {
         let (one_by_one, all_at_once) = (SharedCache::new(1 << 20), SharedCache::new(1 << 20));
-        assert!(all_at_once.seems_empty());
+        assert_eq!(all_at_once.added(), 0);
         let ids = |i: u32| [i, i + 1, i + 2, i + 3][..(i % 4 + 1) as usize].to_vec();
         let mut entries = Vec::new();
         for i in 0..5000 {
@@ -404,8 +408,8 @@ mod tests {
             entries.extend(NewEntry::new(key(i), hash_packed(key(i)), &ids(i)));
         }
         assert_eq!(entries.len(), 3750, "four ids are more than an entry keeps");
-        all_at_once.insert_all(&mut entries);
-        assert!(entries.is_empty() && !all_at_once.seems_empty());
+        assert_eq!(all_at_once.insert_all(&mut entries), 3750);
+        assert!(entries.is_empty() && all_at_once.added() == 3750);
         for i in 0..5000 {
             assert_eq!(lookup(&all_at_once, key(i)), lookup(&one_by_one, key(i)), "piece {i}");
         }

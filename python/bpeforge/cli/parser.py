@@ -13,7 +13,6 @@ import traceback
 import warnings
 from collections.abc import Sequence
 
-from bpeforge import __version__
 from bpeforge.cli.convert import add_convert_command
 from bpeforge.cli.encode import add_decode_command, add_encode_command
 from bpeforge.cli.inspect import add_inspect_commands
@@ -63,10 +62,23 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"bpeforge: warning: {message}", file=sys.stderr)
 
 
+class _ShowVersion(argparse.Action):
+    """`--version`, which looks the version up only when asked (see `bpeforge.__getattr__`)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        import bpeforge
+
+        print(f"bpeforge {bpeforge.__version__}")
+        parser.exit()
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpeforge", description="Byte-level BPE tokenizer training, fast and exact.")
     parser.add_argument("--debug", action="store_true", help="on an error, also print the Python traceback")
-    parser.add_argument("--version", action="version", version=f"bpeforge {__version__}")
+    parser.add_argument("--version", action=_ShowVersion)
     commands = parser.add_subparsers(dest="command", required=True)
     add_train_command(commands)
     add_count_command(commands)
