@@ -432,6 +432,31 @@ mod tests {
     }
 
     #[test]
+    fn a_full_bucket_spills_beside_and_a_miss_looks_there_only_then() {
+        // Two buckets: the hash's top bit picks one. Keys of bucket 0 only,
+        // one id each (a table this small starts over at its first overflow).
+        let mut table = PieceTable::with_max_buckets(2);
+        let home_zero: Vec<u32> = (0..).filter(|&i| hash_packed(key(i)) >> 63 == 0).take(5).collect();
+        let one_id = |table: &mut PieceTable, i: u32| table.insert(key(i), hash_packed(key(i)), &[i]);
+        for &i in &home_zero[..4] {
+            one_id(&mut table, i);
+        }
+        assert_eq!(table.buckets.len(), 2, "bounded at two buckets");
+        assert!(table.has_spilled(0) && !table.has_spilled(1));
+        for &i in &home_zero[..4] {
+            assert_eq!(lookup(&mut table, i), Some(vec![i]), "piece {i}, two of them beside their bucket");
+        }
+        assert_eq!(lookup(&mut table, home_zero[4]), None);
+        assert!(table.dropped_few());
+        // A fifth key of bucket 0 evicts; every key still found has its own id.
+        one_id(&mut table, home_zero[4]);
+        assert_eq!(table.dropped, 1);
+        let found =
+            home_zero.iter().filter(|&&i| lookup(&mut table, i).inspect(|got| assert_eq!(*got, vec![i])).is_some());
+        assert_eq!(found.count(), 4);
+    }
+
+    #[test]
     fn long_pieces_are_kept_within_the_bound() {
         let mut table = LongPieceTable::with_max_bytes(10_000);
         let piece = |i: u32| format!("a long piece of text number {i}").into_bytes();
