@@ -328,9 +328,10 @@ def test_save_records_the_pattern_and_specials_a_vocab_was_trained_with(tmp_path
 def test_a_directory_without_bpeforge_json_loads_with_a_warning(tmp_path):
     bpeforge.save(byte_vocab(), [], tmp_path / "tok", special_tokens=["<|endoftext|>"])
     (tmp_path / "tok" / "bpeforge.json").unlink()
-    with pytest.warns(UserWarning, match="no bpeforge.json"):
+    with pytest.warns(UserWarning, match="no bpeforge.json") as warned:
         tokenizer = bpeforge.Tokenizer.load(tmp_path / "tok")
     assert tokenizer.special_tokens == []
+    assert warned[0].filename == __file__, "the warning points at the caller's line"
 
 
 def test_training_refuses_a_special_token_that_is_a_byte(tmp_path):

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
@@ -42,23 +43,21 @@ END_OF_TEXT = "<|endoftext|>"
 DEFAULT_CACHE_SIZE = 64 << 20
 
 
-def _gc_paused(load):
-    """Run a tokenizer loader with the cyclic garbage collector paused. Reading a vocabulary makes one tuple,
-    one bytes and one int per token and merge (100-400 K objects), and the collector, which runs every 700
-    new container objects, scanned them again and again: 8 of the 55 ms of loading GPT-2. None of them can
-    be part of a cycle, so pausing it frees nothing later."""
-
-    @functools.wraps(load)
-    def paused(*args, **kwargs):
-        if not gc.isenabled():
-            return load(*args, **kwargs)
-        gc.disable()
-        try:
-            return load(*args, **kwargs)
-        finally:
-            gc.enable()
-
-    return paused
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a tokenizer loads. Reading a vocabulary makes one tuple, one
+    bytes and one int per token and merge (100-400 K objects), and the collector, which runs every 700 new
+    container objects, scanned them again and again: 8 of the 55 ms of loading GPT-2. None of them can be part
+    of a cycle, so pausing it frees nothing later. A `with` rather than a decorator: a wrapper's frame would
+    move every warning a loader gives (`stacklevel`) off the caller's line."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Tokenizer:
@@ -109,7 +108,6 @@ class Tokenizer:
         self._cache_size = cache_size
 
     @classmethod
-    @_gc_paused
     def from_files(
         cls,
         vocab_filepath: str | os.PathLike[str],
@@ -120,25 +118,25 @@ class Tokenizer:
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
-        parts = TokenizerParts(*gpt2.load_files(vocab_filepath, merges_filepath), special_tokens, pattern)
-        return cls._from_parts(parts, f"{vocab_filepath}, {merges_filepath}", cache_size)
+        with _gc_paused():
+            parts = TokenizerParts(*gpt2.load_files(vocab_filepath, merges_filepath), special_tokens, pattern)
+            return cls._from_parts(parts, f"{vocab_filepath}, {merges_filepath}", cache_size)
 
     @classmethod
-    @_gc_paused
     def load(cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Load a directory written by `bpeforge.save` / `bpeforge train`, special tokens included."""
         meta = gpt2.load_meta(directory)
-        parts = TokenizerParts(*gpt2.load(directory), meta["special_tokens"], meta["pattern"])
-        return cls._from_parts(parts, directory, cache_size)
+        with _gc_paused():
+            parts = TokenizerParts(*gpt2.load(directory), meta["special_tokens"], meta["pattern"])
+            return cls._from_parts(parts, directory, cache_size)
 
     @classmethod
-    @_gc_paused
     def from_hf(cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Load an HF `tokenizer.json` (byte-level BPE, GPT-2 pre-tokenizer); see `bpeforge.formats.hf`."""
-        return cls._from_parts(hf.load_hf(path), path, cache_size)
+        with _gc_paused():
+            return cls._from_parts(hf.load_hf(path), path, cache_size)
 
     @classmethod
-    @_gc_paused
     def from_tiktoken(
         cls,
         path: str | os.PathLike[str],
@@ -148,7 +146,8 @@ class Tokenizer:
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
         """Load a tiktoken ranks file (`base64 rank` lines); merges are recovered from the ranks."""
-        return cls._from_parts(tiktoken_ranks.load_tiktoken(path, pattern, special_tokens), path, cache_size)
+        with _gc_paused():
+            return cls._from_parts(tiktoken_ranks.load_tiktoken(path, pattern, special_tokens), path, cache_size)
 
     @classmethod
     def _from_parts(cls, parts: TokenizerParts, path: str | os.PathLike[str], cache_size: int) -> Tokenizer:
