@@ -284,7 +284,7 @@ impl SharedCache {
     }
 
     /// Entries ever added. A state whose own additions are all of them, and
-    /// whose table dropped nothing, skips its lookups here for a call (see
+    /// whose table dropped few pieces, skips its lookups here for a call (see
     /// `Encoder::with_state`): in a process's first call the cache holds
     /// only what the call itself adds, which its own table holds too.
     /// (Another thread may add meanwhile; missing that costs merges, never a
