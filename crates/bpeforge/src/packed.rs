@@ -77,12 +77,23 @@ pub fn pack_at(text: &[u8], start: usize, end: usize) -> Option<u128> {
 }
 
 /// The packed key of the first `len` bytes of `window` (16 bytes).
+///
+/// The mask comes from a table: computed, it was a 128-bit variable shift,
+/// ten instructions with a branch on the length, for every pre-token.
 #[inline(always)]
 fn masked(window: &[u8], len: usize) -> u128 {
+    const LOW_BYTES: [u128; 16] = {
+        let mut masks = [0u128; 16];
+        let mut len = 0;
+        while len < 16 {
+            masks[len] = (1u128 << (8 * len)) - 1;
+            len += 1;
+        }
+        masks
+    };
     let mut word = [0u8; 16];
     word.copy_from_slice(window);
-    let bytes = u128::from_le_bytes(word) & ((1u128 << (8 * len)) - 1);
-    bytes | (len as u128) << 120
+    u128::from_le_bytes(word) & LOW_BYTES[len & 15] | (len as u128) << 120
 }
 
 /// The hash of a packed key that the encoder's tables share (`cache.rs`,

@@ -125,8 +125,12 @@ impl PieceTable {
     /// with no insert between them.
     #[inline(always)]
     pub fn probe(&self) -> Probe<'_> {
-        // An empty table has shift 0; any index is then past its end, and a
-        // `Probe` lookup finds nothing.
+        if self.buckets.is_empty() {
+            // Two empty buckets, so that any hash's top bit is an index: a
+            // `Probe` then never checks its index (see `Probe::bucket`).
+            static NO_BUCKETS: [Bucket; 2] = [Bucket([Slot { key: 0, ids: [0; INLINE_IDS], len: 0 }; WAYS]); 2];
+            return Probe { buckets: &NO_BUCKETS, shift: 63 };
+        }
         Probe { buckets: &self.buckets, shift: self.shift }
     }
 
@@ -264,15 +268,25 @@ pub struct Probe<'t> {
     shift: u32,
 }
 
-impl Probe<'_> {
+impl<'t> Probe<'t> {
     /// Start loading the bucket of `hash` into cache level `LEVEL`
     /// (`prefetch::L1` or `L2`), so that a lookup some pieces later finds it
     /// there. A hint only: no effect on results.
     #[inline(always)]
     pub fn prefetch<const LEVEL: i32>(self, hash: u64) {
-        if let Some(bucket) = self.buckets.get((hash >> self.shift) as usize) {
-            prefetch_to::<LEVEL, _>(bucket);
-        }
+        prefetch_to::<LEVEL, _>(self.bucket(hash));
+    }
+
+    /// The bucket of `hash`, read without a bounds check: two per piece on
+    /// the warm path, each a compare and a branch.
+    #[inline(always)]
+    fn bucket(self, hash: u64) -> &'t Bucket {
+        let index = (hash >> self.shift) as usize;
+        debug_assert!(index < self.buckets.len());
+        // SAFETY: `buckets.len()` is `1 << (64 - shift)` (`resize`, and the
+        // two empty buckets of an empty table with shift 63), and `hash >> shift`
+        // has `64 - shift` bits.
+        unsafe { self.buckets.get_unchecked(index) }
     }
 
     /// The ids of `key` and how many there are, when the table has them
@@ -284,7 +298,7 @@ impl Probe<'_> {
     #[inline(always)]
     pub fn get_inline(self, key: u128, hash: u64) -> Option<([u32; INLINE_IDS], usize)> {
         debug_assert!(key != 0);
-        let bucket = &self.buckets.get((hash >> self.shift) as usize)?.0;
+        let bucket = &self.bucket(hash).0;
         let (first, second) = (bucket[0].key == key, bucket[1].key == key);
         // Both ways' ids are read and one kept by a mask, not a branch: which
         // way holds a piece is as good as random, and the branch mispredicted.
