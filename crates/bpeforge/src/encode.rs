@@ -228,9 +228,10 @@ impl Encoder {
     /// The warm path: from piece `from` on (of `pieces` in `batch`), as long as
     /// the thread's table holds each piece's ids inline, write them and go
     /// on; the index of the first piece it does not hold (or `pieces`). Each hit
-    /// writes all `INLINE_IDS` id slots into room reserved for the rest of
-    /// the batch (not zeroed: nothing is read there before it is written)
-    /// and keeps those it has, so a piece costs no capacity check and no
+    /// copies its whole table entry (`INLINE_IDS` ids and the length) into
+    /// room reserved for the rest of the batch (not zeroed: nothing is read
+    /// there before it is written) and keeps the ids it has, so a piece
+    /// costs no capacity check and no
     /// branch on its length. Until the ninth session the room was made 32
     /// pieces at a time, and the piece after each 32 took the slow path.
     #[inline(always)]
@@ -243,7 +244,8 @@ impl Encoder {
         out: &mut Vec<u32>,
     ) -> usize {
         let table = state.table.probe();
-        out.reserve((pieces - from) * INLINE_IDS);
+        // Each hit copies a whole entry: `INLINE_IDS` ids and its length.
+        out.reserve((pieces - from) * INLINE_IDS + 1);
         let room = out.spare_capacity_mut().as_mut_ptr();
         let (mut i, mut written) = (from, 0);
         while i < pieces {
@@ -253,17 +255,17 @@ impl Encoder {
             if key == 0 {
                 break;
             }
-            let Some((ids, count)) = table.get_inline(key, batch.hashes[i % BATCH_SLOTS]) else { break };
+            let Some(entry) = table.get_inline(key, batch.hashes[i % BATCH_SLOTS]) else { break };
             // SAFETY: `written <= (i - from) * INLINE_IDS`, so these
-            // `INLINE_IDS` slots are within the room reserved above for
+            // `INLINE_IDS + 1` slots are within the room reserved above for
             // `pieces - from` pieces.
-            unsafe { std::ptr::copy_nonoverlapping(ids.as_ptr(), room.add(written).cast::<u32>(), INLINE_IDS) };
-            written += count;
+            unsafe { std::ptr::copy_nonoverlapping(entry.words(), room.add(written).cast::<u32>(), INLINE_IDS + 1) };
+            written += entry.id_count();
             i += 1;
         }
         // SAFETY: the first `written` slots of the spare capacity were
-        // written just above (each hit wrote `INLINE_IDS` from its start and
-        // kept `count <= INLINE_IDS` of them).
+        // written just above (each hit wrote `INLINE_IDS + 1` from its start
+        // and kept `len <= INLINE_IDS` of them).
         unsafe { out.set_len(out.len() + written) };
         state.hits += (i - from) as u64;
         i

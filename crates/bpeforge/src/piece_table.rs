@@ -50,21 +50,59 @@ const OVERFLOW_IDS_PER_SLOT: usize = 1;
 /// Evictions per slot after which the table starts over (see the top).
 const EVICTIONS_PER_SLOT: usize = 4;
 
+/// What a slot holds for its key: 16 bytes, which the warm path copies
+/// whole into the output and then keeps `len` ids of.
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
-struct Slot {
-    /// Packed pre-token; 0 is an empty slot (packed keys of 2 bytes or more
-    /// are never 0: the length is in the top byte).
-    key: u128,
+pub struct Entry {
     /// The ids, or `[start in overflow, ..]` when there are more than `INLINE_IDS`.
     ids: [u32; INLINE_IDS],
     len: u32,
 }
 
-/// One cache line: a lookup touches nothing else.
+impl Entry {
+    fn new(ids: [u32; INLINE_IDS], len: usize) -> Self {
+        Self { ids, len: len as u32 }
+    }
+
+    /// How many ids the piece has.
+    #[inline(always)]
+    pub fn id_count(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The entry as four words: the inline ids, then the length.
+    #[inline(always)]
+    pub fn words(&self) -> *const u32 {
+        (self as *const Self).cast()
+    }
+}
+
+/// One cache line: a lookup touches nothing else. The keys first, then
+/// their entries, so that the warm path compares two keys and then takes
+/// one entry by its address (until the tenth session each key sat beside its
+/// ids, and picking the ids took a vector blend of both ways).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
-struct Bucket([Slot; WAYS]);
+struct Bucket {
+    /// Packed pre-tokens; 0 is an empty slot (packed keys of 2 bytes or more
+    /// are never 0: the length is in the top byte).
+    keys: [u128; WAYS],
+    entries: [Entry; WAYS],
+}
+
+/// A key and its entry, as they go into a bucket.
+#[derive(Clone, Copy)]
+struct Slot {
+    key: u128,
+    entry: Entry,
+}
+
+impl Bucket {
+    fn slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        self.keys.iter().zip(&self.entries).map(|(&key, &entry)| Slot { key, entry })
+    }
+}
 
 pub const BUCKET_BYTES: usize = std::mem::size_of::<Bucket>();
 
@@ -128,7 +166,8 @@ impl PieceTable {
         if self.buckets.is_empty() {
             // Two empty buckets, so that any hash's top bit is an index: a
             // `Probe` then never checks its index (see `Probe::bucket`).
-            static NO_BUCKETS: [Bucket; 2] = [Bucket([Slot { key: 0, ids: [0; INLINE_IDS], len: 0 }; WAYS]); 2];
+            const EMPTY: Bucket = Bucket { keys: [0; WAYS], entries: [Entry { ids: [0; INLINE_IDS], len: 0 }; WAYS] };
+            static NO_BUCKETS: [Bucket; 2] = [EMPTY; 2];
             return Probe { buckets: &NO_BUCKETS, shift: 63 };
         }
         Probe { buckets: &self.buckets, shift: self.shift }
@@ -140,17 +179,17 @@ impl PieceTable {
         if self.buckets.is_empty() {
             return false;
         }
-        let Some(slot) = self.slots_of(hash).find(|slot| slot.key == key) else {
+        let Some(Slot { entry, .. }) = self.slots_of(hash).find(|slot| slot.key == key) else {
             return false;
         };
-        let len = slot.len as usize;
+        let len = entry.id_count();
         if len == 1 {
             // Most pieces are one token: a push, not a variable-length copy.
-            out.push(slot.ids[0]);
+            out.push(entry.ids[0]);
         } else if len <= INLINE_IDS {
-            out.extend_from_slice(&slot.ids[..len]);
+            out.extend_from_slice(&entry.ids[..len]);
         } else {
-            let start = slot.ids[0] as usize;
+            let start = entry.ids[0] as usize;
             out.extend_from_slice(&self.overflow[start..start + len]);
         }
         true
@@ -173,14 +212,14 @@ impl PieceTable {
             // the bound allows.
             self.resize(self.buckets.len() * 2);
         }
-        let mut slot = Slot { key, ids: [0; INLINE_IDS], len: ids.len() as u32 };
+        let mut inline = [0; INLINE_IDS];
         if ids.len() <= INLINE_IDS {
-            slot.ids[..ids.len()].copy_from_slice(ids);
+            inline[..ids.len()].copy_from_slice(ids);
         } else {
-            slot.ids[0] = self.overflow.len() as u32;
+            inline[0] = self.overflow.len() as u32;
             self.overflow.extend_from_slice(ids);
         }
-        self.place(slot, hash);
+        self.place(Slot { key, entry: Entry::new(inline, ids.len()) }, hash);
     }
 
     /// Where a key may be: its bucket, then the bucket beside it (the other
@@ -191,10 +230,10 @@ impl PieceTable {
     /// pieces to the shared cache on every warm call (11% of `perf`
     /// samples). The warm path (`get_inline`) looks in the first bucket
     /// only; a key beside it is found here, on the slower path.
-    fn slots_of(&self, hash: u64) -> impl Iterator<Item = &Slot> {
+    fn slots_of(&self, hash: u64) -> impl Iterator<Item = Slot> + '_ {
         let index = self.bucket_index(hash);
-        let beside: &[Slot] = if self.has_spilled(index) { &self.buckets[index ^ 1].0 } else { &[] };
-        self.buckets[index].0.iter().chain(beside)
+        let beside = self.has_spilled(index).then(|| self.buckets[index ^ 1].slots());
+        self.buckets[index].slots().chain(beside.into_iter().flatten())
     }
 
     fn has_spilled(&self, index: usize) -> bool {
@@ -205,15 +244,15 @@ impl PieceTable {
     /// (the one beside is read only when its own is full).
     fn no_room(&self, key: u128, hash: u64) -> bool {
         let index = self.bucket_index(hash);
-        let [home, beside] = [index, index ^ 1].map(|index| &self.buckets[index].0);
-        home.iter().chain(beside).all(|slot| slot.key != 0 && slot.key != key)
+        let [home, beside] = [index, index ^ 1].map(|index| &self.buckets[index].keys);
+        home.iter().chain(beside).all(|&resident| resident != 0 && resident != key)
     }
 
     /// Put `slot` in an empty way of its bucket, else of the bucket beside
     /// it (see `slots_of`), else in place of its bucket's last way.
     fn place(&mut self, slot: Slot, hash: u64) {
         let home = self.bucket_index(hash);
-        let free = |bucket: &Bucket| bucket.0.iter().position(|resident| resident.key == 0 || resident.key == slot.key);
+        let free = |bucket: &Bucket| bucket.keys.iter().position(|&resident| resident == 0 || resident == slot.key);
         let (index, way) = if let Some(way) = free(&self.buckets[home]) {
             (home, way)
         } else if let Some(way) = free(&self.buckets[home ^ 1]) {
@@ -224,11 +263,11 @@ impl PieceTable {
             self.dropped += 1;
             (home, WAYS - 1)
         };
-        let resident = &mut self.buckets[index].0[way];
-        if resident.key == 0 {
+        let bucket = &mut self.buckets[index];
+        if bucket.keys[way] == 0 {
             self.entries += 1;
         }
-        *resident = slot;
+        (bucket.keys[way], bucket.entries[way]) = (slot.key, slot.entry);
     }
 
     fn resize(&mut self, buckets: usize) {
@@ -237,7 +276,7 @@ impl PieceTable {
         self.shift = 64 - buckets.ilog2();
         self.entries = 0;
         // Ways in order, so each bucket's frequent pieces stay ahead.
-        for slot in old.iter().flat_map(|bucket| bucket.0).filter(|slot| slot.key != 0) {
+        for slot in old.iter().flat_map(Bucket::slots).filter(|slot| slot.key != 0) {
             self.place(slot, hash_packed(slot.key));
         }
     }
@@ -289,24 +328,21 @@ impl<'t> Probe<'t> {
         unsafe { self.buckets.get_unchecked(index) }
     }
 
-    /// The ids of `key` and how many there are, when the table has them
-    /// inline (at most `INLINE_IDS`): the warm path, which writes all three
-    /// and keeps `len` of them (see `encode.rs`). `None` for anything else:
-    /// a miss, or a piece whose ids overflow, which `PieceTable::get` then
-    /// answers. `key` must not be 0 (an empty slot's). A lookup writes
-    /// nothing (see the eviction policy at the top).
+    /// The entry of `key`, when the table has its ids inline (at most
+    /// `INLINE_IDS`): the warm path, which copies the whole entry and keeps
+    /// `len` ids of it (see `encode.rs`). `None` for anything else: a miss,
+    /// or a piece whose ids overflow, which `PieceTable::get` then answers.
+    /// `key` must not be 0 (an empty slot's). A lookup writes nothing (see
+    /// the eviction policy at the top).
     #[inline(always)]
-    pub fn get_inline(self, key: u128, hash: u64) -> Option<([u32; INLINE_IDS], usize)> {
+    pub fn get_inline(self, key: u128, hash: u64) -> Option<&'t Entry> {
         debug_assert!(key != 0);
-        let bucket = &self.bucket(hash).0;
-        let (first, second) = (bucket[0].key == key, bucket[1].key == key);
-        // Both ways' ids are read and one kept by a mask, not a branch: which
-        // way holds a piece is as good as random, and the branch mispredicted.
-        let keep_first = (first as u32).wrapping_neg();
-        let pick = |a: u32, b: u32| a & keep_first | b & !keep_first;
-        let len = pick(bucket[0].len, bucket[1].len) as usize;
-        let ids = std::array::from_fn(|k| pick(bucket[0].ids[k], bucket[1].ids[k]));
-        ((first | second) & (len <= INLINE_IDS)).then_some((ids, len))
+        let bucket = self.bucket(hash);
+        let (first, second) = (bucket.keys[0] == key, bucket.keys[1] == key);
+        // The way is an index, not a branch: which way holds a piece is as
+        // good as random, and a branch mispredicted.
+        let entry = &bucket.entries[second as usize];
+        ((first | second) & (entry.id_count() <= INLINE_IDS)).then_some(entry)
     }
 }
 
