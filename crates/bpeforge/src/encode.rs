@@ -251,10 +251,8 @@ impl Encoder {
         while i < pieces {
             // Past `pieces` this prefetches a stale hash: harmless, and no branch.
             table.prefetch::<L1>(batch.hashes[(i + L1_AHEAD) % BATCH_SLOTS]);
+            // A piece too long to pack (`UNPACKED`) is never found: it ends the run too.
             let key = batch.keys[i % BATCH_SLOTS];
-            if key == 0 {
-                break;
-            }
             let Some(entry) = table.get_inline(key, batch.hashes[i % BATCH_SLOTS]) else { break };
             // SAFETY: `written <= (i - from) * INLINE_IDS`, so these
             // `INLINE_IDS + 1` slots are within the room reserved above for
@@ -271,7 +269,7 @@ impl Encoder {
         i
     }
 
-    /// `key` is the packed pre-token (0 when it is too long to pack) and
+    /// `key` is the packed pre-token (`UNPACKED` when it is too long to pack) and
     /// `hash` its `hash_packed`.
     #[inline]
     fn encode_pretoken(&self, bytes: &[u8], key: u128, hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
@@ -282,7 +280,7 @@ impl Encoder {
             state.table.insert(key, hash, &[id]);
             return;
         }
-        if key == 0 {
+        if key == UNPACKED {
             return self.encode_long_pretoken(bytes, state, out);
         }
         if state.table.get(key, hash, out) {
@@ -653,7 +651,7 @@ impl Drop for PooledState<'_> {
     }
 }
 
-/// The packed keys (`packed.rs`; 0 for a piece too long to pack) and hashes
+/// The packed keys (`packed.rs`; `UNPACKED` for a piece too long to pack) and hashes
 /// of one batch of pieces, computed before any is looked up so that the
 /// buckets they will read are prefetched while the others are packed, in
 /// two steps as gigatoken does: into L2 as the batch is packed (a batch is
@@ -670,6 +668,12 @@ const BATCH_SLOTS: usize = BATCH_ROOM.next_power_of_two();
 
 const L1_AHEAD: usize = 16;
 
+/// The key of a piece too long to pack. No packed key is this (its length
+/// byte would be 255) and no table holds it, so the warm path stops at such
+/// a piece without a check of its own (it was one per piece when this was 0,
+/// an empty slot's key).
+const UNPACKED: u128 = u128::MAX;
+
 impl Default for PieceBatch {
     fn default() -> Self {
         Self { keys: [0; BATCH_SLOTS], hashes: [0; BATCH_SLOTS] }
@@ -679,13 +683,13 @@ impl Default for PieceBatch {
 impl PieceBatch {
     /// Pack and hash the pieces ending at `ends` (the first starting at
     /// `from`) of `document`, and prefetch their buckets of `table`. A piece
-    /// too long to pack gets key 0 and hash 0 (its prefetch is wasted, but
-    /// a branch here would mispredict on text).
+    /// too long to pack gets key `UNPACKED` (its prefetch is wasted, but a
+    /// branch here would mispredict on text).
     #[inline(always)]
     fn pack(&mut self, document: &[u8], mut from: usize, ends: &[usize], table: &PieceTable) {
         let table = table.probe();
         for (i, &end) in ends.iter().enumerate() {
-            let key = pack_at(document, from, end).unwrap_or(0);
+            let key = pack_at(document, from, end).unwrap_or(UNPACKED);
             let hash = hash_packed(key);
             table.prefetch::<L2>(hash);
             (self.keys[i], self.hashes[i]) = (key, hash);
