@@ -263,6 +263,10 @@ class Tokenizer:
         looks in its own tables first (up to 9 MiB for pieces of 15 bytes or
         less, 32 MiB for longer ones, kept between calls while the cache is
         on: `thread_tables` of them are kept now, in `thread_table_bytes`).
+        The shared cache fills only once two threads have encoded at the same
+        time, or a stream (`encode_iterable`) has started: until then one
+        thread's own tables hold all it would, and filling it would slow the
+        first call for nothing.
         `hits` counts the pre-tokens of 2 bytes or more that a cache answered,
         `misses` those whose merges were applied.
         """

@@ -161,7 +161,7 @@ impl PyEncoder {
             pooled = self.inner.pooled_state();
             &mut pooled
         } else {
-            lookup_only = EncodeState::lookup_only();
+            lookup_only = self.inner.lookup_only_state();
             &mut lookup_only
         };
         let mut rest = text;

@@ -281,6 +281,14 @@ impl PieceTable {
         }
     }
 
+    /// Every key whose ids are inline, with its ids.
+    pub fn inline_entries(&self) -> impl Iterator<Item = (u128, &[u32])> {
+        let slots = self.buckets.iter().flat_map(|bucket| bucket.keys.iter().zip(&bucket.entries));
+        slots
+            .filter(|(&key, entry)| key != 0 && entry.id_count() <= INLINE_IDS)
+            .map(|(&key, entry)| (key, &entry.ids[..entry.id_count()]))
+    }
+
     /// Whether it let go of few of the pieces it was given (evicted, or at
     /// a start over): under one in 16 of those it holds. With two ways a
     /// table of 74 K pieces evicts a few hundred in 128 Ki buckets.
