@@ -2,19 +2,17 @@
 //! first, the leftmost of equal ones, until no pair has a merge. This is the
 //! same as applying the merge list in creation order, left to right.
 //!
-//! Three implementations of the one rule:
+//! Four implementations of the one rule:
 //! - short pieces (almost all): a flat array of parts with the rank of the pair
 //!   each part starts, scanned for the minimum; only the two neighbours of a
 //!   merge are looked up again. Quadratic in the piece, fastest when it is short.
-//! - longer pieces: a linked list and a priority queue of `(rank, position)`
+//! - longer pieces, up to `SWEEP_MIN` bytes (CJK clauses of 20-130 bytes are
+//!   GPT-2 pieces): a linked list and a binary heap of `(rank, position)`
 //!   with lazy invalidation, so no input is quadratic (tiktoken was, before
-//!   0.13). When the merge list only ever creates pairs of higher rank than
-//!   the one applied (any list training wrote, and the merges a tiktoken
-//!   rank file implies: `Vocabulary::ranks_grow`), the queue is a radix heap,
-//!   whose pushes are appends and whose pops scan small buckets in order; else
-//!   a binary heap, whose random accesses over a megabyte-sized piece miss
-//!   the caches. Measured on GPT-2's vocabulary, one core, 1 MB of random
-//!   digits as one piece: binary heap 305-324 ms, radix heap 215-222 ms.
+//!   0.13). A radix heap took these until the tenth session: its 65 buckets
+//!   cleared and scanned per piece made the distinct pieces of 33-255 bytes
+//!   of 10 MB of multilingual text cost 1,457-1,516 ns each against
+//!   1,147-1,210 on the binary heap (a third of that corpus's first call).
 //! - pieces over `SWEEP_MIN` bytes with growing ranks (a 1 MB run of one
 //!   letter is one piece): `rank_sweep.rs`, the ranks in order, each over a
 //!   bucket of positions, on one word per byte. On the radix heap the time of
@@ -25,6 +23,13 @@
 //!   session"), but its fixed costs per piece (a hash map of pending ranks, a
 //!   block per rank) made multilingual text, whose CJK sentences are pieces
 //!   of 20-130 bytes, 12% slower when it took every piece over `FLAT_MAX`.
+//! - pieces over `SWEEP_MAX` bytes when ranks grow: the same list on a radix
+//!   heap (when the merge list only ever creates pairs of higher rank than
+//!   the one applied: any list training wrote, and the merges a tiktoken rank
+//!   file implies, `Vocabulary::ranks_grow`), whose pushes are appends and
+//!   whose pops scan small buckets in order, where a binary heap's random
+//!   accesses over a megabyte-sized piece miss the caches (1 MB of random
+//!   digits as one piece: binary heap 305-324 ms, radix heap 215-222 ms).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -164,11 +169,11 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
         0 => {}
         1 => out.push(vocab.byte_id(piece[0])),
         n if n <= FLAT_MAX => merge_flat(piece, vocab, &mut scratch.parts, out),
-        n if n > SWEEP_MIN && n <= SWEEP_MAX && vocab.ranks_grow() => {
-            merge_sweep(piece, vocab, &mut scratch.sweep, out)
+        n if n <= SWEEP_MIN || !vocab.ranks_grow() => {
+            merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out)
         }
-        _ if vocab.ranks_grow() => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.radix, out),
-        _ => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out),
+        n if n <= SWEEP_MAX => merge_sweep(piece, vocab, &mut scratch.sweep, out),
+        _ => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.radix, out),
     }
 }
 
