@@ -44,7 +44,7 @@ use crate::vocab::{MergeRule, Vocabulary};
 /// `encode_file` example), English unchanged within noise.
 const FLAT_MAX: usize = 32;
 /// Pieces over this many bytes take the rank sweep (when ranks grow): as
-/// `piece_table::LONG_PIECE_MAX`, past which pieces are merged every time.
+/// `long_pieces::LONG_PIECE_MAX`, past which pieces are merged every time.
 const SWEEP_MIN: usize = 1024;
 const NONE: u32 = u32::MAX;
 

@@ -30,6 +30,7 @@ pub mod encode_files;
 pub mod error;
 pub mod gpt2_files;
 pub mod input;
+pub mod long_pieces;
 pub mod packed;
 pub mod pattern;
 pub mod piece_table;

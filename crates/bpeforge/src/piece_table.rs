@@ -31,8 +31,6 @@
 //! Exact by construction: a pre-token's ids depend only on its bytes and the
 //! vocabulary, and one table serves one `Encoder`.
 
-use rustc_hash::FxHashMap;
-
 use crate::packed::hash_packed;
 use crate::prefetch::prefetch_to;
 
@@ -354,91 +352,6 @@ impl<'t> Probe<'t> {
     }
 }
 
-/// The pre-tokens too long to pack (over 15 bytes), keyed by their bytes:
-/// in CJK, Thai or Devanagari text a GPT-2 pre-token is often a whole clause
-/// of 20-130 bytes, and merging those again on every call made warm encoding
-/// of the multilingual corpus 5-7x slower than the field's.
-///
-/// Bounded by `max_bytes` (keys, ids and a per-entry allowance). When full it
-/// stops adding, so a text whose long pieces do not all fit still finds the
-/// share that does on its next call (clearing when full would miss them all:
-/// each call would evict what the next one needs first). It starts over only
-/// once the pieces it turned away outnumber its hits since it filled by as
-/// many as it holds: then the text has moved on, and the new one gets its turn.
-pub struct LongPieceTable {
-    map: FxHashMap<Box<[u8]>, (u32, u32)>,
-    ids: Vec<u32>,
-    bytes: usize,
-    max_bytes: usize,
-    /// Pieces that found the table full, less the hits since (at least 0).
-    turned_away: usize,
-}
-
-/// Pieces longer than this are merged every time: hashing and keeping them
-/// costs about what merging them does, and they are rare.
-pub const LONG_PIECE_MAX: usize = 1024;
-/// What a map entry costs besides its key and ids (the boxed key's pointer
-/// and length, the value, the map's control byte and slack).
-const LONG_ENTRY_OVERHEAD: usize = 48;
-/// 32 MiB: the long pieces of 10 MB of multilingual text under GPT-2 (132 K
-/// distinct CJK, Thai, ... clauses, 5.9 MB of bytes and their ids) take about
-/// 24 MiB; with 16 MiB a third of them were merged again on every warm call
-/// (warm encode 147 against 219 MB/s, `examples/encode_file`).
-pub const LONG_TABLE_BYTES: usize = 32 << 20;
-
-impl Default for LongPieceTable {
-    fn default() -> Self {
-        Self::with_max_bytes(LONG_TABLE_BYTES)
-    }
-}
-
-impl LongPieceTable {
-    pub fn with_max_bytes(max_bytes: usize) -> Self {
-        Self { map: FxHashMap::default(), ids: Vec::new(), bytes: 0, max_bytes, turned_away: 0 }
-    }
-
-    /// Bytes held (an estimate that counts keys, ids and entries).
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// Append the ids of `piece` to `out` if the table has them.
-    #[inline]
-    pub fn get(&mut self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        if piece.len() > LONG_PIECE_MAX {
-            return false; // never kept: no need to hash a megabyte to find out
-        }
-        match self.map.get(piece) {
-            Some(&(start, len)) => {
-                out.extend_from_slice(&self.ids[start as usize..(start + len) as usize]);
-                self.turned_away = self.turned_away.saturating_sub(1);
-                true
-            }
-            None => false,
-        }
-    }
-
-    pub fn insert(&mut self, piece: &[u8], ids: &[u32]) {
-        if piece.len() > LONG_PIECE_MAX {
-            return;
-        }
-        let cost = piece.len() + 4 * ids.len() + LONG_ENTRY_OVERHEAD;
-        if self.bytes + cost > self.max_bytes {
-            self.turned_away += 1;
-            if self.turned_away <= self.map.len() || cost > self.max_bytes {
-                return;
-            }
-            self.map.clear();
-            self.ids.clear();
-            (self.bytes, self.turned_away) = (0, 0);
-        }
-        let start = self.ids.len() as u32;
-        self.ids.extend_from_slice(ids);
-        self.map.insert(piece.into(), (start, ids.len() as u32));
-        self.bytes += cost;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,36 +425,6 @@ mod tests {
         let found =
             home_zero.iter().filter(|&&i| lookup(&mut table, i).inspect(|got| assert_eq!(*got, vec![i])).is_some());
         assert_eq!(found.count(), 4);
-    }
-
-    #[test]
-    fn long_pieces_are_kept_within_the_bound() {
-        let mut table = LongPieceTable::with_max_bytes(10_000);
-        let piece = |i: u32| format!("a long piece of text number {i}").into_bytes();
-        for i in 0..1000 {
-            table.insert(&piece(i), &[i, i + 1]);
-            assert!(table.bytes() <= 10_000);
-        }
-        let mut kept = 0;
-        for i in 0..1000 {
-            let mut out = Vec::new();
-            if table.get(&piece(i), &mut out) {
-                assert_eq!(out, [i, i + 1]);
-                kept += 1;
-            }
-        }
-        assert!(kept > 20, "{kept} kept");
-        // Full, it keeps what it has for a while: a text that repeats finds
-        // that share again ...
-        assert!(table.get(&piece(0), &mut Vec::new()) || table.get(&piece(999), &mut Vec::new()));
-        // ... and after as many misses as it holds it starts over.
-        for i in 1000..3000 {
-            table.insert(&piece(i), &[i]);
-        }
-        let new_kept = (1000..3000).filter(|&i| table.get(&piece(i), &mut Vec::new())).count();
-        assert!(new_kept > 20, "{new_kept} of the new pieces kept");
-        table.insert(&[b'x'; LONG_PIECE_MAX + 1], &[1]);
-        assert!(!table.get(&[b'x'; LONG_PIECE_MAX + 1], &mut Vec::new()));
     }
 
     #[test]
