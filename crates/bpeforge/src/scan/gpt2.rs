@@ -24,6 +24,10 @@ impl super::Scanner for Gpt2 {
 
     const HAS_BLOCK_RULES: bool = true;
 
+    /// An "other" char here only ever continues a run of "other" chars or
+    /// takes U+0020 before it, which its three bytes classed "other" do too.
+    const BLOCKS_PASS_PUNCTUATION: bool = true;
+
     /// In ASCII, with "word" a byte that is not `\s` (letter, digit or other):
     /// - a word byte starts a piece unless it continues a run of its class
     ///   (letters, digits, others) or follows U+0020, which it takes as its
