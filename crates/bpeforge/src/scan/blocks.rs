@@ -1,5 +1,6 @@
 //! The scanning loop: 64 bytes at a time where a family has block rules and
-//! the text is ASCII, one piece at a time (`Scanner::piece_end`) elsewhere.
+//! the text is ASCII (for GPT-2 also its curly quotes and dashes, below), one
+//! piece at a time (`Scanner::piece_end`) elsewhere.
 //!
 //! Why: the char-by-char scanners branch on the class of every piece's first
 //! chars, and in English text the next piece's class is as good as random,
@@ -24,12 +25,28 @@
 //! The rules are exact only where they can see every byte they depend on
 //! as ASCII: the start status of byte `i` depends on bytes `i - 1..=i + 1`
 //! (and a contraction's on the two after its apostrophe), so a window is
-//! trusted up to two bytes before its first non-ASCII byte. Each window
-//! begins at a known piece start (bit 0) and the next one at the last start
-//! it found, so no state crosses windows; where a window yields no whole
-//! piece (a piece of 64 bytes or more, or non-ASCII text) the char-by-char
-//! scanner takes over past the bytes that stopped it. Both paths give the
-//! same pieces: `tests` below compare them on generated text, and every
+//! trusted up to two bytes before its first non-ASCII byte.
+//!
+//! Except, in a family that opts in (`Scanner::BLOCKS_PASS_PUNCTUATION`:
+//! GPT-2), before its first char that is not "other" General Punctuation
+//! (`is_other_punctuation`: U+2000..U+203F but the spaces, where English's
+//! ’ “ ” — … are; they sent 8% of Gutenberg's pieces char by char, 0.7%
+//! now). The masks give such a char's three bytes no letter, digit or
+//! space bit, so the rules read them as three "other" bytes; where an
+//! "other" char only ever continues a run of "other" chars or takes U+0020
+//! before it (GPT-2's ` ?[^\s\p{L}\p{N}]+`), three "other" bytes start a
+//! piece exactly where the char does and end it where it ends, and the
+//! bytes around them see a non-space, as they would the char. A char is
+//! passed only if its three bytes are in the 65 the window reads (the
+//! look-ahead byte may be its last); any other non-ASCII byte stops the
+//! window as before.
+//!
+//! Each window begins at a known piece start (bit 0) and the next one at
+//! the last start it found, so no state crosses windows; where a window
+//! yields no whole piece (a piece of 64 bytes or more, or non-ASCII text)
+//! the char-by-char scanner takes over past the bytes that stopped it. Both
+//! paths give the same pieces: `tests` below compare them on generated text
+//! (and General Punctuation at every offset of a window), and every
 //! preset's scanner is checked against `regex` in `tests/test_scanners.py`.
 
 #[cfg(target_arch = "x86_64")]
@@ -70,7 +87,8 @@ pub(crate) struct PieceEnds {
     /// scanning time, so each such window lengthens the next char-by-char
     /// turn (up to `MAX_SCALAR_TURN`); any other window resets it. Otherwise
     /// the char-by-char scanner takes only the pieces up to the window's
-    /// first non-ASCII byte (a curly quote in English).
+    /// first non-ASCII byte that stopped it (an accented letter in English;
+    /// a curly quote too, except in GPT-2).
     windows_stopped: usize,
 }
 
@@ -240,10 +258,11 @@ pub(crate) fn for_each_batch<S: Scanner>(text: &str, mut visit: impl FnMut(&[usi
     }
 }
 
-/// The piece starts of the window at `start` that its ASCII bytes decide
-/// (bit `i` for byte `start + i`; bit 0 always set), and where the
-/// char-by-char scanner should take over if the window stopped short: past
-/// its last non-ASCII byte, or `start` when it did not stop.
+/// The piece starts of the window at `start` that its ASCII bytes (and
+/// passed punctuation) decide (bit `i` for byte `start + i`; bit 0 always
+/// set), and where the char-by-char scanner should take over if the window
+/// stopped short: past the first byte that stopped it, or `start` when it
+/// did not stop.
 ///
 /// # Safety
 /// The CPU has `C`'s instructions.
@@ -279,6 +298,9 @@ unsafe fn window_starts<S: Scanner, C: Classify>(bytes: &[u8], start: usize) -> 
 /// block and the look-ahead byte); the masks already class its bytes as
 /// "other" (neither letter, digit nor space). The window begins at a char
 /// boundary and passes whole chars, so each byte looked at is a lead byte.
+/// Where the look-ahead byte ends a passed char, byte 63 is that char's
+/// second byte, not a space, so GPT-2's one rule on the look-ahead byte
+/// (does a word follow a run of spaces) is not asked about it.
 #[inline(always)]
 fn stopping_non_ascii(bytes: &[u8], start: usize, mut non_ascii: u64) -> (u64, bool) {
     let mut ahead_passed = false;

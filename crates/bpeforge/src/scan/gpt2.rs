@@ -8,6 +8,12 @@
 //!   none matches with the space, and without it the space (whitespace)
 //!   starts none of them either, so the whitespace alternatives decide.
 //! - (5-6) `\s+(?!\S)|\s+`: see `whitespace_end` (no newline rule, no `$`).
+//!
+//! So an "other" char only ever joins a run of "other" chars (4), with
+//! U+0020 as its only prefix: the block rules may read one as a run of
+//! "other" bytes, and pass the General Punctuation chars that are "other"
+//! (’ “ ” — …: `BLOCKS_PASS_PUNCTUATION`, `blocks.rs`) instead of leaving
+//! them to `piece_end`.
 
 use super::blocks::{after, apply_contractions, before};
 use super::classify::Masks;

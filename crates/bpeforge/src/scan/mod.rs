@@ -57,7 +57,8 @@ pub(crate) trait Scanner {
     /// The piece starts among the 64 bytes at `start` (a piece start), bit
     /// `i` for byte `start + i`, from their `masks` and the byte after them,
     /// `ahead`. Only the bits below `trusted` are used: those whose bytes
-    /// `i - 1..=i + 1` are ASCII (see `blocks.rs`).
+    /// `i - 1..=i + 1` are ASCII, or bytes of passed punctuation (see
+    /// `blocks.rs`).
     fn block_starts(_bytes: &[u8], _start: usize, _masks: &Masks, _ahead: u8, _trusted: usize) -> u64 {
         unreachable!("only called where HAS_BLOCK_RULES")
     }
