@@ -315,13 +315,14 @@ fn stopping_non_ascii(bytes: &[u8], start: usize, mut non_ascii: u64) -> (u64, b
     (0, ahead_passed)
 }
 
-/// Whether `encoded` (3 bytes of valid UTF-8) is in U+2000..U+203F (`E2 80
-/// xx`: General Punctuation's first half, where English's curly quotes,
-/// dashes and ellipsis are) and "other" (`[^\s\p{L}\p{N}]`): all of them
-/// but the spaces U+2000..U+200A, U+2028, U+2029 and U+202F (checked
-/// against `charclass` below and against `regex` by the Python tests).
+/// Whether the char that begins `encoded` (3 bytes of valid UTF-8 from a
+/// char boundary on) is in U+2000..U+203F (`E2 80 xx`: General
+/// Punctuation's first half, where English's curly quotes, dashes and
+/// ellipsis are) and "other" (`[^\s\p{L}\p{N}]`): all of them but the
+/// spaces U+2000..U+200A, U+2028, U+2029 and U+202F (checked against
+/// `charclass` below and against `regex` by the Python tests).
 #[inline(always)]
-pub(crate) fn is_other_punctuation(encoded: &[u8]) -> bool {
+fn is_other_punctuation(encoded: &[u8]) -> bool {
     matches!(encoded, [0xE2, 0x80, 0x8B..=0xA7 | 0xAA..=0xAE | 0xB0..=0xBF])
 }
 
