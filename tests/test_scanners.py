@@ -102,6 +102,21 @@ def test_every_code_point_at_the_end_and_alone(preset):
 
 
 @pytest.mark.parametrize("preset", PRESETS)
+def test_general_punctuation_at_every_offset_of_a_window(preset):
+    # GPT-2's block scanner reads 64 bytes and one more at a time, and passes U+2000..U+203F but the
+    # spaces (E2 80 xx: ’ “ ” — …) as "other" bytes (crates/bpeforge/src/scan/blocks.rs): each of these
+    # code points after ASCII of every length up to past the first window, the text ending at or
+    # after it, before letters, spaces, a contraction and more of the block.
+    prefixes = ["x" * 70, "it's a " * 10, " " * 70, "1, " * 24]
+    tails = ["", "s", " y", "  ", "\u2019s", "\u2014\u2009x", "\n"]
+    for ch in map(chr, range(0x2000, 0x2040)):
+        for length in range(70):
+            for prefix in prefixes:
+                for tail in tails:
+                    assert_same_split(prefix[:length] + ch + tail, preset)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
 def test_contractions_fold_case_as_regex_does(preset):
     # (?i:'s) also matches 'ſ (U+017F LONG S folds to s); the Kelvin sign
     # U+212A folds to k, which no contraction has. Every code point after an
@@ -127,7 +142,11 @@ def test_presets_follow_regex_not_fancy_regex_where_unicode_versions_differ(pres
 # Random text
 # --------------------------------------------------------------------------
 
-WHITESPACE = [" ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", " \n", "\xa0", "\u3000", "\x1c", "\x00"]
+# The General Punctuation spaces (U+2009, U+202F, U+2028) next to the punctuation GPT-2's block
+# scanner passes (U+2000..U+203F but the spaces: ’ “ ” — …, crates/bpeforge/src/scan/blocks.rs).
+WHITESPACE = [
+    " ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", " \n", "\xa0", "\u3000", "\x1c", "\x00", "\u2009", "\u202f", "\u2028",
+]  # fmt: skip
 APOSTROPHES = ["'", "''", "’", "'ſ", "'\u212a"] + [
     "'" + suffix for s in ["s", "t", "re", "ve", "m", "ll", "d"] for suffix in (s, s.upper(), s.capitalize())
 ]
@@ -136,7 +155,9 @@ LETTERS = [
     "Hello", "HelloWorld", "XMLHttp", "iPhone", "ǅungla", "aBc", "\u0301A", "ʰA",
 ]  # fmt: skip
 DIGITS = ["0", "12", "1234", "1234567", "٣٤٥", "½", "Ⅻ", "𝟙"]
-PUNCTUATION = [".", ",", "!", "!!", "/", "//", "-", "«", "。", "$", "…"]
+PUNCTUATION = [
+    ".", ",", "!", "!!", "/", "//", "-", "«", "。", "$", "…", "’", "“", "”", "—", " — ", "†", "\u200b", "\u2060",
+]  # fmt: skip
 FRAGMENTS = WHITESPACE + APOSTROPHES + LETTERS + DIGITS + PUNCTUATION + SCRIPT_SAMPLES + EMOJI
 
 any_char = st.characters(exclude_categories=("Cs",))  # surrogates are not UTF-8

@@ -1,5 +1,6 @@
 //! The scanning loop: 64 bytes at a time where a family has block rules and
-//! the text is ASCII, one piece at a time (`Scanner::piece_end`) elsewhere.
+//! the text is ASCII (for GPT-2 also its curly quotes and dashes, below), one
+//! piece at a time (`Scanner::piece_end`) elsewhere.
 //!
 //! Why: the char-by-char scanners branch on the class of every piece's first
 //! chars, and in English text the next piece's class is as good as random,
@@ -24,12 +25,28 @@
 //! The rules are exact only where they can see every byte they depend on
 //! as ASCII: the start status of byte `i` depends on bytes `i - 1..=i + 1`
 //! (and a contraction's on the two after its apostrophe), so a window is
-//! trusted up to two bytes before its first non-ASCII byte. Each window
-//! begins at a known piece start (bit 0) and the next one at the last start
-//! it found, so no state crosses windows; where a window yields no whole
-//! piece (a piece of 64 bytes or more, or non-ASCII text) the char-by-char
-//! scanner takes over past the bytes that stopped it. Both paths give the
-//! same pieces: `tests` below compare them on generated text, and every
+//! trusted up to two bytes before its first non-ASCII byte.
+//!
+//! Except, in a family that opts in (`Scanner::BLOCKS_PASS_PUNCTUATION`:
+//! GPT-2), before its first char that is not "other" General Punctuation
+//! (`is_other_punctuation`: U+2000..U+203F but the spaces, where English's
+//! ’ “ ” — … are; they sent 8% of Gutenberg's pieces char by char, 0.7%
+//! now). The masks give such a char's three bytes no letter, digit or
+//! space bit, so the rules read them as three "other" bytes; where an
+//! "other" char only ever continues a run of "other" chars or takes U+0020
+//! before it (GPT-2's ` ?[^\s\p{L}\p{N}]+`), three "other" bytes start a
+//! piece exactly where the char does and end it where it ends, and the
+//! bytes around them see a non-space, as they would the char. A char is
+//! passed only if its three bytes are in the 65 the window reads (the
+//! look-ahead byte may be its last); any other non-ASCII byte stops the
+//! window as before.
+//!
+//! Each window begins at a known piece start (bit 0) and the next one at
+//! the last start it found, so no state crosses windows; where a window
+//! yields no whole piece (a piece of 64 bytes or more, or non-ASCII text)
+//! the char-by-char scanner takes over past the bytes that stopped it. Both
+//! paths give the same pieces: `tests` below compare them on generated text
+//! (and General Punctuation at every offset of a window), and every
 //! preset's scanner is checked against `regex` in `tests/test_scanners.py`.
 
 #[cfg(target_arch = "x86_64")]
@@ -70,7 +87,8 @@ pub(crate) struct PieceEnds {
     /// scanning time, so each such window lengthens the next char-by-char
     /// turn (up to `MAX_SCALAR_TURN`); any other window resets it. Otherwise
     /// the char-by-char scanner takes only the pieces up to the window's
-    /// first non-ASCII byte (a curly quote in English).
+    /// first non-ASCII byte that stopped it (an accented letter in English;
+    /// a curly quote too, except in GPT-2).
     windows_stopped: usize,
 }
 
@@ -240,10 +258,11 @@ pub(crate) fn for_each_batch<S: Scanner>(text: &str, mut visit: impl FnMut(&[usi
     }
 }
 
-/// The piece starts of the window at `start` that its ASCII bytes decide
-/// (bit `i` for byte `start + i`; bit 0 always set), and where the
-/// char-by-char scanner should take over if the window stopped short: past
-/// its last non-ASCII byte, or `start` when it did not stop.
+/// The piece starts of the window at `start` that its ASCII bytes (and
+/// passed punctuation) decide (bit `i` for byte `start + i`; bit 0 always
+/// set), and where the char-by-char scanner should take over if the window
+/// stopped short: past the first byte that stopped it, or `start` when it
+/// did not stop.
 ///
 /// # Safety
 /// The CPU has `C`'s instructions.
@@ -253,17 +272,58 @@ unsafe fn window_starts<S: Scanner, C: Classify>(bytes: &[u8], start: usize) -> 
     // SAFETY: the caller vouches for `C`.
     let masks = unsafe { C::classify(block) };
     let ahead = bytes[start + BLOCK];
-    // Bits below `trusted` have all of bytes `i - 1..=i + 1` in ASCII.
-    let (trusted, stopped_at) = if masks.non_ascii != 0 {
-        let first = masks.non_ascii.trailing_zeros() as usize;
+    let (stopping, ahead_passed) = if S::BLOCKS_PASS_PUNCTUATION && masks.non_ascii != 0 {
+        stopping_non_ascii(bytes, start, masks.non_ascii)
+    } else {
+        (masks.non_ascii, false)
+    };
+    // Bits below `trusted` have all of bytes `i - 1..=i + 1` in ASCII or in
+    // passed punctuation.
+    let (trusted, stopped_at) = if stopping != 0 {
+        let first = stopping.trailing_zeros() as usize;
         (first.saturating_sub(1), start + first + 1)
-    } else if ahead >= 0x80 {
+    } else if ahead >= 0x80 && !ahead_passed {
         (BLOCK - 1, start + WINDOW)
     } else {
         (BLOCK, start)
     };
     let starts = S::block_starts(bytes, start, &masks, ahead, trusted) & below(trusted);
     (starts | 1, stopped_at)
+}
+
+/// The bits of `non_ascii` (the window at `start`'s) from the first char on
+/// that the window cannot pass, and whether the look-ahead byte ends a
+/// passed char. A passed char is "other" punctuation
+/// (`is_other_punctuation`) whose three bytes the window may read (its
+/// block and the look-ahead byte); the masks already class its bytes as
+/// "other" (neither letter, digit nor space). The window begins at a char
+/// boundary and passes whole chars, so each byte looked at is a lead byte.
+/// Where the look-ahead byte ends a passed char, byte 63 is that char's
+/// second byte, not a space, so GPT-2's one rule on the look-ahead byte
+/// (does a word follow a run of spaces) is not asked about it.
+#[inline(always)]
+fn stopping_non_ascii(bytes: &[u8], start: usize, mut non_ascii: u64) -> (u64, bool) {
+    let mut ahead_passed = false;
+    while non_ascii != 0 {
+        let at = non_ascii.trailing_zeros() as usize;
+        if at + 3 > WINDOW || !is_other_punctuation(&bytes[start + at..start + at + 3]) {
+            return (non_ascii, false);
+        }
+        non_ascii &= !(0b111 << at);
+        ahead_passed = at + 3 == WINDOW;
+    }
+    (0, ahead_passed)
+}
+
+/// Whether the char that begins `encoded` (3 bytes of valid UTF-8 from a
+/// char boundary on) is in U+2000..U+203F (`E2 80 xx`: General
+/// Punctuation's first half, where English's curly quotes, dashes and
+/// ellipsis are) and "other" (`[^\s\p{L}\p{N}]`): all of them but the
+/// spaces U+2000..U+200A, U+2028, U+2029 and U+202F (checked against
+/// `charclass` below and against `regex` by the Python tests).
+#[inline(always)]
+fn is_other_punctuation(encoded: &[u8]) -> bool {
+    matches!(encoded, [0xE2, 0x80, 0x8B..=0xA7 | 0xAA..=0xAE | 0xB0..=0xBF])
 }
 
 /// The bits below `n` (`n <= 64`).
@@ -324,11 +384,12 @@ pub(crate) fn apply_contractions(
 
 #[cfg(test)]
 mod tests {
-    use super::{Level, PieceEnds};
+    use super::{is_other_punctuation, Level, PieceEnds, BLOCK};
+    use crate::charclass::flags_beyond_ascii;
     use crate::scan::cl100k::{Cl100k, Llama3, Qwen2};
     use crate::scan::gpt2::Gpt2;
     use crate::scan::o200k::O200k;
-    use crate::scan::Scanner;
+    use crate::scan::{is_other, Scanner};
 
     /// The pieces of the char-by-char scanner alone.
     fn scalar_pieces<S: Scanner>(text: &str) -> Vec<&str> {
@@ -362,9 +423,55 @@ mod tests {
         pieces.expect("the baseline is always supported")
     }
 
+    /// Chars of U+2000..U+203F (`E2 80 xx`) in the contexts English puts
+    /// them in, and the spaces among them (which stop a window).
+    const GENERAL_PUNCTUATION: &[&str] = &[
+        "’",
+        "’s",
+        "don’t",
+        "’ll",
+        "“",
+        "”",
+        "“Hi,” she said—",
+        "—",
+        " — ",
+        "  —",
+        "—\n",
+        "x—y",
+        "1—2",
+        "…",
+        "...…",
+        "'’",
+        "’'s",
+        "\u{2009}",
+        " \u{2009}x",
+        "\u{2028}",
+        "\u{2029}",
+        "\u{202F}—",
+        "—\u{2000}",
+        "\u{200A}'s",
+        "†‡",
+        "\u{200B}",
+        "\u{2027}",
+        "\u{202A}",
+        "\u{202E}",
+        "\u{2030}",
+        "\u{203F}",
+        "—é",
+        "é—",
+        "\u{A0}—",
+        "\u{2060}",
+    ];
+
+    /// Whether every char of `text` is ASCII or in `E2 80 xx`.
+    fn ascii_or_general_punctuation(text: &str) -> bool {
+        text.chars().all(|c| c.is_ascii() || ('\u{2000}'..='\u{203F}').contains(&c))
+    }
+
     /// Texts of 0-400 chars drawn from fragments that meet every rule:
     /// words, contractions (and near-misses), runs of each kind of space,
-    /// digits, punctuation, and non-ASCII letters, marks and spaces.
+    /// digits, punctuation, non-ASCII letters, marks and spaces, and General
+    /// Punctuation.
     fn generated_texts(count: usize) -> impl Iterator<Item = String> {
         const FRAGMENTS: &[&str] = &[
             "a", "Z", "word", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \t", "\x0B", "\x0C", "1", "2024", " 7",
@@ -381,13 +488,19 @@ mod tests {
             seed
         };
         (0..count).map(move |i| {
-            // Mostly ASCII, so most windows take the block path.
-            let ascii_only = i % 4 != 0;
+            // Mostly ASCII, so most windows take the block path; a quarter
+            // ASCII and General Punctuation, which GPT-2's windows pass.
             let pieces = (next() % 120) as usize;
             let mut text = String::new();
             while text.chars().count() < pieces * 3 {
-                let fragment = FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize];
-                if !ascii_only || fragment.is_ascii() {
+                let pick = next() as usize % (FRAGMENTS.len() + GENERAL_PUNCTUATION.len());
+                let fragment = FRAGMENTS.get(pick).unwrap_or_else(|| &GENERAL_PUNCTUATION[pick - FRAGMENTS.len()]);
+                let allowed = match i % 4 {
+                    0 => true,
+                    1 => ascii_or_general_punctuation(fragment),
+                    _ => fragment.is_ascii(),
+                };
+                if allowed {
                     text.push_str(fragment);
                 }
             }
@@ -416,6 +529,46 @@ mod tests {
         blocks_give_the_char_by_char_pieces::<Cl100k>();
         blocks_give_the_char_by_char_pieces::<Llama3>();
         blocks_give_the_char_by_char_pieces::<Qwen2>();
+    }
+
+    fn all_scanners_agree(text: &str) {
+        assert_eq!(block_pieces::<Gpt2>(text), scalar_pieces::<Gpt2>(text), "{text:?}");
+        assert_eq!(block_pieces::<Cl100k>(text), scalar_pieces::<Cl100k>(text), "{text:?}");
+        assert_eq!(block_pieces::<Llama3>(text), scalar_pieces::<Llama3>(text), "{text:?}");
+        assert_eq!(block_pieces::<Qwen2>(text), scalar_pieces::<Qwen2>(text), "{text:?}");
+        assert_eq!(block_pieces::<O200k>(text), scalar_pieces::<O200k>(text), "{text:?}");
+    }
+
+    /// Each General Punctuation fragment at every offset of a window and
+    /// across its end (after ASCII prefixes of every length up to two
+    /// blocks, of one long piece or of short ones), with the look-ahead
+    /// byte and the end of the text at each of its bytes.
+    #[test]
+    fn general_punctuation_at_every_offset_of_a_window() {
+        const PREFIXES: &[&str] = &["x", "a b ", "12,", " .", "it's ", "\n\n y", "'", "  "];
+        for fragment in GENERAL_PUNCTUATION {
+            for pattern in PREFIXES {
+                for len in 0..=2 * BLOCK + 3 {
+                    let prefix: String = pattern.chars().cycle().take(len).collect();
+                    for suffix in ["", "a", "  ", " b'll c", " 9 — ’", "’’’’"] {
+                        all_scanners_agree(&format!("{prefix}{fragment}{suffix}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn other_punctuation_is_what_the_char_classes_say() {
+        for cp in 0x2000..=0x203Fu32 {
+            let c = char::from_u32(cp).unwrap();
+            let mut encoded = [0; 4];
+            let encoded = c.encode_utf8(&mut encoded).as_bytes();
+            assert_eq!(is_other_punctuation(encoded), is_other(flags_beyond_ascii(cp)), "{c:?}");
+        }
+        for not_in_the_range in ["\u{1FFF}", "\u{2040}", "\u{A0}a", "\u{3000}", "€", "→", "a’"] {
+            assert!(!is_other_punctuation(&not_in_the_range.as_bytes()[..3]), "{not_in_the_range:?}");
+        }
     }
 
     #[test]

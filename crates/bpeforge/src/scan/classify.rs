@@ -4,7 +4,10 @@
 //!
 //! Only ASCII is classified here; a byte of a multi-byte char is marked
 //! `non_ascii` and in no other mask, and the block scanners leave those
-//! stretches to the char-by-char scanners.
+//! stretches to the char-by-char scanners. Being in no other mask, such a
+//! byte reads as "other" (not a letter, digit or space) in the block rules:
+//! GPT-2's windows rely on that to pass the General Punctuation chars that
+//! are "other" (’ “ ” — …, see `blocks.rs`) without a mask of their own.
 //!
 //! Several implementations give the same masks (`Classify`). On x86-64:
 //! SSE2 (part of the x86-64 baseline, so always there), AVX2 and

@@ -8,6 +8,12 @@
 //!   none matches with the space, and without it the space (whitespace)
 //!   starts none of them either, so the whitespace alternatives decide.
 //! - (5-6) `\s+(?!\S)|\s+`: see `whitespace_end` (no newline rule, no `$`).
+//!
+//! So an "other" char only ever joins a run of "other" chars (4), with
+//! U+0020 as its only prefix: the block rules may read one as a run of
+//! "other" bytes, and pass the General Punctuation chars that are "other"
+//! (’ “ ” — …: `BLOCKS_PASS_PUNCTUATION`, `blocks.rs`) instead of leaving
+//! them to `piece_end`.
 
 use super::blocks::{after, apply_contractions, before};
 use super::classify::Masks;
@@ -23,6 +29,10 @@ impl super::Scanner for Gpt2 {
     }
 
     const HAS_BLOCK_RULES: bool = true;
+
+    /// An "other" char here only ever continues a run of "other" chars or
+    /// takes U+0020 before it, which its three bytes classed "other" do too.
+    const BLOCKS_PASS_PUNCTUATION: bool = true;
 
     /// In ASCII, with "word" a byte that is not `\s` (letter, digit or other):
     /// - a word byte starts a piece unless it continues a run of its class

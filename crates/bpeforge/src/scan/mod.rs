@@ -45,10 +45,20 @@ pub(crate) trait Scanner {
     /// compile time).
     const HAS_BLOCK_RULES: bool = false;
 
+    /// Whether a window passes the General Punctuation chars that are
+    /// "other" (`blocks::is_other_punctuation`: ’ “ ” — …) as three bytes of
+    /// "other" instead of stopping at them. Exact only where an "other" char
+    /// joins nothing but a run of "other" chars and U+0020 before it, as in
+    /// GPT-2; the cl100k and o200k families let any char that is not a
+    /// letter, number or CR/LF prefix a letter run, which byte rules cannot
+    /// apply to a multi-byte char.
+    const BLOCKS_PASS_PUNCTUATION: bool = false;
+
     /// The piece starts among the 64 bytes at `start` (a piece start), bit
     /// `i` for byte `start + i`, from their `masks` and the byte after them,
     /// `ahead`. Only the bits below `trusted` are used: those whose bytes
-    /// `i - 1..=i + 1` are ASCII (see `blocks.rs`).
+    /// `i - 1..=i + 1` are ASCII, or bytes of passed punctuation (see
+    /// `blocks.rs`).
     fn block_starts(_bytes: &[u8], _start: usize, _masks: &Masks, _ahead: u8, _trusted: usize) -> u64 {
         unreachable!("only called where HAS_BLOCK_RULES")
     }
