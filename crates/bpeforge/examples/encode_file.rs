@@ -5,7 +5,10 @@
 //! encodes the text that many times, the later runs with the cache warm, and prints the best
 //! (thread CPU time); CACHE_BYTES sets the shared cache's budget (0: none).
 
-use bpeforge::{Encoder, Pattern, Vocabulary};
+use bpeforge::{Encoder, Pattern};
+
+#[path = "shared/tables.rs"]
+mod tables;
 
 /// Seconds this thread has run on a CPU, so that other processes on a busy
 /// machine do not count.
@@ -17,23 +20,9 @@ fn cpu_seconds() -> f64 {
     now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
 }
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let tables = std::fs::read_to_string(&args[1]).expect("tables file");
-    let mut lines = tables.lines();
-    let size: usize = lines.next().expect("size line").parse().expect("size");
-    let mut entries = Vec::new();
-    for line in lines.by_ref().take(size) {
-        let (id, bytes) = line.split_once(' ').expect("id hex");
-        entries.push((id.parse().expect("id"), hex(bytes)));
-    }
-    let merges: Vec<(Vec<u8>, Vec<u8>)> =
-        lines.map(|l| l.split_once(' ').expect("pair")).map(|(a, b)| (hex(a), hex(b))).collect();
-    let vocab = Vocabulary::new(entries, &merges).expect("vocab");
+    let vocab = tables::read_vocabulary(&args[1]);
     let encoder = Encoder::new(vocab, &["<|endoftext|>".to_string()], Pattern::Gpt2).expect("encoder");
     let text = std::fs::read_to_string(&args[2]).expect("text file");
     let runs: usize = args.get(3).map_or(1, |n| n.parse().expect("runs"));

@@ -219,11 +219,18 @@ fn lowest_rank(parts: &[Part]) -> Option<usize> {
 }
 
 /// A node of the doubly linked list of parts; `id == NONE` once merged away.
+/// `rank` and `merged` are the merge of this part with the next one (`NONE`
+/// if none), kept up to date as parts merge: a queue entry `(rank, at)` is
+/// current exactly when `nodes[at]` is alive with that rank (ranks are
+/// unique, so an equal rank is the same pair), which a pop checks without
+/// a lookup (it was a third of the merge table's lookups).
 #[derive(Clone, Copy)]
 struct Node {
     id: u32,
     prev: u32,
     next: u32,
+    rank: u32,
+    merged: u32,
 }
 
 /// A queue entry: rank in the high half, position in the low half, so that
@@ -243,47 +250,43 @@ pub(crate) fn merge_heap(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch
 fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Node>, heap: &mut Q, out: &mut Vec<u32>) {
     let n = piece.len();
     nodes.clear();
-    nodes.extend((0..n).map(|i| Node {
-        id: vocab.byte_id(piece[i]),
-        prev: if i == 0 { NONE } else { i as u32 - 1 },
-        next: if i + 1 == n { NONE } else { i as u32 + 1 },
+    nodes.extend((0..n).map(|i| {
+        let rule = piece.get(i + 1).and_then(|&next| vocab.byte_pair_merge(piece[i], next));
+        let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
+        let prev = if i == 0 { NONE } else { i as u32 - 1 };
+        let next = if i + 1 == n { NONE } else { i as u32 + 1 };
+        Node { id: vocab.byte_id(piece[i]), prev, next, rank, merged }
     }));
     heap.refill(
-        piece
-            .windows(2)
-            .enumerate()
-            .filter_map(|(at, w)| Some(heap_key(vocab.byte_pair_merge(w[0], w[1])?.rank, at as u32))),
+        nodes.iter().enumerate().filter(|(_, node)| node.rank != NONE).map(|(at, node)| heap_key(node.rank, at as u32)),
     );
-    let push = |heap: &mut Q, nodes: &[Node], at: u32| {
+    // Look up the merge of part `at` with its next one, and queue it.
+    let update = |heap: &mut Q, nodes: &mut [Node], at: u32| {
         let node = nodes[at as usize];
-        if node.next != NONE {
-            if let Some(rule) = vocab.merge(node.id, nodes[node.next as usize].id) {
-                heap.push(heap_key(rule.rank, at));
-            }
+        let rule = (node.next != NONE).then(|| vocab.merge(node.id, nodes[node.next as usize].id)).flatten();
+        let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
+        (nodes[at as usize].rank, nodes[at as usize].merged) = (rank, merged);
+        if rank != NONE {
+            heap.push(heap_key(rank, at));
         }
     };
     while let Some(key) = heap.pop() {
         let (rank, at) = ((key >> 32) as u32, key as u32);
         let node = nodes[at as usize];
-        if node.id == NONE || node.next == NONE {
-            continue;
+        if node.id == NONE || node.rank != rank {
+            continue; // stale: the pair at `at` changed since this entry was pushed
         }
         let right = nodes[node.next as usize];
-        match vocab.merge(node.id, right.id) {
-            Some(rule) if rule.rank == rank => {
-                nodes[at as usize].id = rule.merged;
-                nodes[at as usize].next = right.next;
-                nodes[node.next as usize].id = NONE;
-                if right.next != NONE {
-                    nodes[right.next as usize].prev = at;
-                }
-                if node.prev != NONE {
-                    push(heap, nodes, node.prev);
-                }
-                push(heap, nodes, at);
-            }
-            _ => {} // stale: the pair at `at` changed since this entry was pushed
+        nodes[at as usize].id = node.merged;
+        nodes[at as usize].next = right.next;
+        nodes[node.next as usize].id = NONE;
+        if right.next != NONE {
+            nodes[right.next as usize].prev = at;
         }
+        if node.prev != NONE {
+            update(heap, nodes, node.prev);
+        }
+        update(heap, nodes, at);
     }
     out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
 }
