@@ -272,6 +272,8 @@ impl PyEncoder {
             let run = || encoder.encode_batch(group, |ids| ids);
             let batches = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
             py.detach(|| {
+                // At its size: grown by doubling, it was copied and faulted in again each time.
+                all.reserve(batches.iter().map(Vec::len).sum());
                 for ids in &batches {
                     all.extend_from_slice(ids);
                     offsets.push(all.len() as i64);
