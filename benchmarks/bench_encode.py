@@ -181,15 +181,18 @@ def run_child(job: dict[str, Any], pin: bool = True) -> dict[str, Any]:
 def run_all(args: argparse.Namespace, texts: dict[str, dict[str, Any]], source: dict, ids_dir: Path) -> Results:
     """Every peer of one encoding at every thread count.
 
-    On 1 thread, one child per corpus, so that each ``encode`` timed first is a
-    first call in a fresh process; worst cases ride with the first corpus's
-    child, after it. On 2 threads, one child runs the batches of every corpus.
+    One child per corpus and thread count, so that each ``encode`` timed first
+    is a first call in a fresh process, and the batches on 1 and 2 threads
+    start from the same state (until the tenth session one 2-thread child ran
+    every corpus, and 20news's batches met tables full of the other two
+    corpora's pieces: 1.0-1.1x over 1 thread in the bench, 1.4x each in a
+    fresh process). Worst cases ride with the last 1-thread child, after it.
     """
     peers = [peer for peer in args.peers if source["encoding"] in PEERS[peer].encodings]
     results: Results = {peer: {} for peer in peers}
     for peer in peers:
         for threads in THREADS:
-            groups = [[name] for name in texts] if threads == 1 else [list(texts)]
+            groups = [[name] for name in texts]
             runs = []
             for index, group in enumerate(groups):
                 job = {
