@@ -388,7 +388,7 @@ impl<'t> Probe<'t> {
 
     /// The entry of `key`, when the table has its ids inline (at most
     /// `INLINE_IDS`): the warm path, which copies the whole entry and keeps
-    /// `len` ids of it (see `encode.rs`). `None` for anything else: a miss,
+    /// `len` ids of it (see `encode/mod.rs`). `None` for anything else: a miss,
     /// or a piece whose ids overflow, which `PieceTable::get` then answers.
     /// `key` must not be 0 (an empty slot's). A lookup writes nothing (see
     /// the eviction policy at the top).

@@ -37,7 +37,7 @@
 //!   back as soon as its positions are read, so the pool holds only the
 //!   positions still waiting and is reused by the pairs the merges queue; no
 //!   bucket is grown by reallocation. The encoder keeps a state's scratch
-//!   between calls up to `KEPT_SCRATCH_MAX` (`encode.rs`), so a call on a
+//!   between calls up to `KEPT_SCRATCH_MAX` (`encode/state.rs`), so a call on a
 //!   piece of up to about 1 MB like the last one allocates nothing.
 //! - **Prefetching.** A rank's positions are spread over the whole piece;
 //!   the word at each is prefetched 30-50 positions before it is applied.

@@ -11,25 +11,33 @@
 //! is kept for the next call (`pooled_state`); on a miss there, the encoder's
 //! shared cache is asked, and only then are the merges applied (and both
 //! tables filled).
+//!
+//! Here the `Encoder` and its calls; in `state.rs` what a thread keeps
+//! between calls and the pool that lends it; in `batch.rs` a batch of
+//! pieces packed, hashed and prefetched ahead of its lookups.
 
-use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+mod batch;
+mod state;
+
+use std::ops::DerefMut;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use rayon::prelude::*;
 
-use crate::bpe::{encode_piece, Scratch};
+pub use state::{EncodeState, PooledState, StatePool};
+
+use crate::bpe::encode_piece;
 use crate::cache::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
-use crate::long_pieces::{hash_long, LongPieceTable};
-use crate::packed::{hash_packed, pack_at};
 use crate::pattern::Pattern;
-use crate::piece_table::{PieceTable, INLINE_IDS};
-use crate::prefetch::{L1, L2};
-use crate::scan::BATCH_ROOM;
+use crate::piece_table::INLINE_IDS;
+use crate::prefetch::L1;
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
+use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, UNPACKED};
+use state::NEW_ENTRIES_MAX;
 
 #[derive(Debug, Clone)]
 pub struct Encoder {
@@ -516,312 +524,9 @@ impl Encoder {
     }
 }
 
-/// What encoding keeps between calls on one thread: buffers, the thread's own
-/// cache and a handle on the encoder's shared one. Ids depend only on the
-/// vocabulary, so a state may serve any texts of the same `Encoder` (not of
-/// another).
-#[derive(Default)]
-pub struct EncodeState {
-    scratch: Scratch,
-    table: PieceTable,
-    long: LongPieceTable,
-    /// The shared cache and the generation it was taken at.
-    shared: Option<(u64, Arc<SharedCache>)>,
-    /// Cache hits (own table or shared) and misses not yet added to the
-    /// shared cache's counters.
-    hits: u64,
-    misses: u64,
-    /// Read the shared cache but add nothing to it.
-    lookup_only: bool,
-    /// Lent by the encoder's pool (`StatePool::take`).
-    pooled: bool,
-    /// This call adds its merges to the shared cache (see `StatePool::crowded`).
-    publish: bool,
-    /// Its table holds merges it has not added to the shared cache.
-    unpublished: bool,
-    /// This call does not read the shared cache (see `Encoder::with_state`).
-    skip_shared_lookups: bool,
-    /// Entries this state added to its shared cache.
-    added_here: u64,
-    /// Pieces merged in this call, not yet in the shared cache.
-    new_entries: Vec<NewEntry>,
-    /// The keys of the batch being encoded (kept: see `encode_document`).
-    batch: Option<Box<PieceBatch>>,
-    /// Pieces too long to pack in the last batch: when there were a few,
-    /// the next batch hashes and prefetches its own ahead (`PieceBatch::pack`).
-    long_pieces_last_batch: usize,
-    /// Never use the shared cache: the thread's own table only.
-    private: bool,
-}
-
-impl EncodeState {
-    /// A state that uses what the shared cache holds but never adds to it,
-    /// so that encoding allocates nothing that outlives the call: for
-    /// streaming in flat memory (CS336 allows `encode_iterable` a 1 MB rise,
-    /// less than the distinct pieces of a few MB of text take).
-    /// Its own table is capped at `STREAMING_TABLE_BUCKETS` for the same reason.
-    pub fn lookup_only() -> Self {
-        let table = PieceTable::with_max_buckets(STREAMING_TABLE_BUCKETS);
-        let long = LongPieceTable::with_max_bytes(STREAMING_LONG_TABLE_BYTES);
-        Self { lookup_only: true, table, long, ..Self::default() }
-    }
-
-    /// A state that never touches the shared cache. File encoding uses it:
-    /// measured on 200 MB of Gutenberg, the shared cache made `bpeforge
-    /// encode` 3% slower on 1 thread and 22% on 2 (every miss takes a shard
-    /// lock and every hit reads a line another core may be writing), and
-    /// added its 50 MB to the peak RSS. Each worker's own table, warm over its
-    /// share of a batch (megabytes of text), answers most pieces anyway.
-    /// Its long-piece table is capped at `PRIVATE_LONG_TABLE_BYTES`: a run
-    /// keeps one state per worker, and file encoding promises flat memory.
-    pub fn private() -> Self {
-        let table = PieceTable::with_max_buckets(PRIVATE_TABLE_BUCKETS);
-        let long = LongPieceTable::with_max_bytes(PRIVATE_LONG_TABLE_BYTES);
-        Self { private: true, table, long, ..Self::default() }
-    }
-
-    /// Add every piece of its own table to the shared cache, once: what it
-    /// merged while it was the only state (see `StatePool::crowded`).
-    fn publish_table(&mut self) {
-        let Some((_, shared)) = &self.shared else { return };
-        if !self.unpublished || self.lookup_only {
-            return;
-        }
-        self.new_entries
-            .extend(self.table.inline_entries().filter_map(|(key, ids)| NewEntry::new(key, hash_packed(key), ids)));
-        self.added_here += shared.insert_all(&mut self.new_entries);
-        self.unpublished = false;
-    }
-
-    fn flush_new_entries(&mut self) {
-        if let Some((_, shared)) = &self.shared {
-            self.added_here += shared.insert_all(&mut self.new_entries);
-        }
-    }
-
-    fn flush_counts(&mut self) {
-        if let Some((_, shared)) = &self.shared {
-            shared.record(self.hits, self.misses);
-        }
-        (self.hits, self.misses) = (0, 0);
-    }
-}
-
-/// 128 KiB: a lookup-only state's own table (a state per streamed chunk).
-const STREAMING_TABLE_BUCKETS: usize = 1 << 10;
-const STREAMING_LONG_TABLE_BYTES: usize = 128 << 10;
-const PRIVATE_LONG_TABLE_BYTES: usize = 4 << 20;
-const PRIVATE_TABLE_BUCKETS: usize = 1 << 18;
-/// Merged pieces a state holds for the shared cache before adding them
-/// (40 bytes each: 640 KiB).
-const NEW_ENTRIES_MAX: usize = 16 << 10;
-
-/// The states of finished calls, lent again to later ones so that their own
-/// tables stay warm: the encoder keeps one (`pooled_state`), and file
-/// encoding one of private states for the length of a run. Bounded: a state
-/// holds at most a `piece_table::MAX_BUCKETS` table (8 MiB), and no more are
-/// kept than `KEPT_STATES_MAX` (in practice, as many as threads encoded at
-/// once).
-///
-/// While only one state is ever lent at a time (one thread encoding, call
-/// after call), that state's own table holds everything the shared cache
-/// would, and adding each merge there cost a tenth of a first call
-/// (`encode_file` example, 10 MB of Gutenberg: 47 against 62 ms with the
-/// shared cache off) and its memory. So the shared level fills only once the
-/// pool is `crowded`: two states lent at once (threads encoding together, a
-/// batch on several workers) or a streaming state made
-/// (`Encoder::lookup_only_state`). Then each state adds its table once
-/// (`EncodeState::publish_table`) and its merges from then on.
-#[derive(Default)]
-pub struct StatePool {
-    kept: Mutex<Vec<EncodeState>>,
-    /// States lent now.
-    lent: AtomicUsize,
-    crowded: AtomicBool,
-}
-
-const KEPT_STATES_MAX: usize = 64;
-/// The merge buffers a kept state may hold (`Scratch::bytes`). 16 MiB holds
-/// those of a 1 MB pre-token (9-13 MB on the rank sweep, `rank_sweep.rs`), so
-/// that calls on long pieces reuse them; at 1 MiB (before issue 12's seventh
-/// session) each such call allocated them again and faulted in ~2,400 fresh
-/// pages, which made 1 MB of one letter cost 4.8-5.0x the time of 0.25 MB
-/// (whose smaller buffers the allocator kept). The same order as the tables
-/// a state already keeps (`MAX_BUCKETS`, `LONG_TABLE_BYTES`).
-const KEPT_SCRATCH_MAX: usize = 16 << 20;
-
-impl StatePool {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<EncodeState>> {
-        self.kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// A kept state, or `new()` if none is; `keep` says whether it comes back
-    /// when dropped.
-    pub fn take(&self, new: impl FnOnce() -> EncodeState, keep: bool) -> PooledState<'_> {
-        if self.lent.fetch_add(1, Ordering::AcqRel) > 0 {
-            self.crowd();
-        }
-        let mut state = self.lock().pop().unwrap_or_else(new);
-        state.pooled = true;
-        PooledState { state: Some(state), pool: self, keep }
-    }
-
-    /// Whether two states were ever lent at once (or a streaming state was
-    /// made): from then on the states fill the shared cache (see the top).
-    pub fn crowded(&self) -> bool {
-        self.crowded.load(Ordering::Relaxed)
-    }
-
-    fn crowd(&self) {
-        self.crowded.store(true, Ordering::Relaxed);
-    }
-}
-
-/// A clone is another tokenizer: it starts with no states.
-impl Clone for StatePool {
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl std::fmt::Debug for StatePool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "StatePool({} kept)", self.lock().len())
-    }
-}
-
-/// An `EncodeState` lent by a `StatePool`, returned on drop (if kept).
-pub struct PooledState<'p> {
-    state: Option<EncodeState>,
-    pool: &'p StatePool,
-    keep: bool,
-}
-
-impl Deref for PooledState<'_> {
-    type Target = EncodeState;
-    fn deref(&self) -> &EncodeState {
-        self.state.as_ref().expect("present until dropped")
-    }
-}
-
-impl DerefMut for PooledState<'_> {
-    fn deref_mut(&mut self) -> &mut EncodeState {
-        self.state.as_mut().expect("present until dropped")
-    }
-}
-
-impl Drop for PooledState<'_> {
-    fn drop(&mut self) {
-        self.pool.lent.fetch_sub(1, Ordering::AcqRel);
-        let Some(mut state) = self.state.take() else { return };
-        state.flush_counts();
-        if !self.keep {
-            return;
-        }
-        if self.pool.crowded() {
-            state.publish_table();
-        }
-        if state.scratch.bytes() > KEPT_SCRATCH_MAX {
-            // A long piece (a 10 MB word) grew the merge buffers: free them
-            // rather than hold them between calls.
-            state.scratch = Scratch::default();
-        }
-        let mut kept = self.pool.lock();
-        if kept.len() < KEPT_STATES_MAX {
-            kept.push(state);
-        }
-    }
-}
-
-/// The packed keys (`packed.rs`; `UNPACKED` for a piece too long to pack) and
-/// hashes (`hash_packed`, or `hash_long` for a piece too long to pack)
-/// of one batch of pieces, computed before any is looked up so that the
-/// buckets they will read are prefetched while the others are packed, in
-/// two steps as gigatoken does: into L2 as the batch is packed (a batch is
-/// hundreds of pieces: enough time for a memory access), then into L1
-/// `L1_AHEAD` pieces before a lookup.
-struct PieceBatch {
-    keys: [u128; BATCH_SLOTS],
-    hashes: [u64; BATCH_SLOTS],
-    /// Whether the pieces too long to pack have their `hash_long` in
-    /// `hashes` (`hash_long_pieces`), or only `hash_packed(UNPACKED)`.
-    long_hashed: bool,
-}
-
-/// A batch's arrays, a power of two long so that the warm path indexes them
-/// with a mask instead of a bounds check (a batch has at most `BATCH_ROOM`).
-const BATCH_SLOTS: usize = BATCH_ROOM.next_power_of_two();
-
-const L1_AHEAD: usize = 16;
-
-/// Pieces too long to pack in a batch from which the next batch hashes its
-/// own and prefetches their slots before any lookup. Hashing them in `pack`
-/// for every batch (a count or an index kept per piece) made English 5-7%
-/// slower; in CJK text a batch has dozens, and the prefetches made warm
-/// encoding of 10 MB of multilingual text 13% faster.
-const LONG_PREFETCH_MIN: usize = 4;
-
-/// The key of a piece too long to pack. No packed key is this (its length
-/// byte would be 255) and no table holds it, so the warm path stops at such
-/// a piece without a check of its own (it was one per piece when this was 0,
-/// an empty slot's key).
-const UNPACKED: u128 = u128::MAX;
-
-impl Default for PieceBatch {
-    fn default() -> Self {
-        Self { keys: [0; BATCH_SLOTS], hashes: [0; BATCH_SLOTS], long_hashed: false }
-    }
-}
-
-impl PieceBatch {
-    /// Pack and hash the pieces ending at `ends` (the first starting at
-    /// `from`) of `document`, and prefetch their buckets of `table`. A piece
-    /// too long to pack gets key `UNPACKED` (its prefetch is wasted, but a
-    /// branch here would mispredict on text).
-    #[inline(always)]
-    fn pack(&mut self, document: &[u8], from: usize, ends: &[usize], state: &EncodeState) {
-        let table = state.table.probe();
-        let mut start = from;
-        for (i, &end) in ends.iter().enumerate() {
-            let key = pack_at(document, start, end).unwrap_or(UNPACKED);
-            let hash = hash_packed(key);
-            table.prefetch::<L2>(hash);
-            (self.keys[i], self.hashes[i]) = (key, hash);
-            start = end;
-        }
-        self.long_hashed = state.long_pieces_last_batch >= LONG_PREFETCH_MIN;
-        if self.long_hashed {
-            self.hash_long_pieces(document, from, ends, &state.long);
-        }
-    }
-
-    /// Give each piece too long to pack its `hash_long` and prefetch its
-    /// slot of `long`, as `pack` does for the short ones: in CJK text a
-    /// batch has dozens of them, each a cache miss otherwise.
-    #[inline(never)]
-    fn hash_long_pieces(&mut self, document: &[u8], mut start: usize, ends: &[usize], long: &LongPieceTable) {
-        for (i, &end) in ends.iter().enumerate() {
-            if self.keys[i] == UNPACKED {
-                self.hashes[i] = hash_long(&document[start..end]);
-                long.prefetch(self.hashes[i]);
-            }
-            start = end;
-        }
-    }
-
-    /// The `hash_long` of piece `i` (`piece` its bytes), too long to pack.
-    #[inline]
-    fn long_hash(&self, i: usize, piece: &[u8]) -> u64 {
-        if self.long_hashed {
-            self.hashes[i]
-        } else {
-            hash_long(piece)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::state::STREAMING_LONG_TABLE_BYTES;
     use super::*;
 
     fn encoder() -> Encoder {
