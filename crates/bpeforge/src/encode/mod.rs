@@ -6,11 +6,12 @@
 //! immutable afterwards but for its piece cache (`cache.rs`), which is shared
 //! by every thread and call, so one instance serves any number of threads.
 //!
-//! Two levels of cache: each call (or worker) has a state with its own table
-//! (`piece_table.rs`), which answers repeats without any synchronisation and
-//! is kept for the next call (`pooled_state`); on a miss there, the encoder's
-//! shared cache is asked, and only then are the merges applied (and both
-//! tables filled).
+//! Two levels of cache: each call (or worker) has a state with its own tables
+//! (`piece_table.rs`, `long_pieces.rs`), which answer repeats without any
+//! synchronisation and are kept for the next call (`pooled_state`); on a miss
+//! there, the encoder's shared cache is asked, and only then are the merges
+//! applied (and both levels filled; the shared one only once threads meet,
+//! see `StatePool`).
 //!
 //! Here the `Encoder` and its calls; in `state.rs` what a thread keeps
 //! between calls and the pool that lends it; in `batch.rs` a batch of

@@ -121,7 +121,7 @@ pub(super) const NEW_ENTRIES_MAX: usize = 16 << 10;
 ///
 /// While only one state is ever lent at a time (one thread encoding, call
 /// after call), that state's own table holds everything the shared cache
-/// would, and adding each merge there cost a tenth of a first call
+/// would, and adding each merge there cost a quarter of a first call
 /// (`encode_file` example, 10 MB of Gutenberg: 47 against 62 ms with the
 /// shared cache off) and its memory. So the shared level fills only once the
 /// pool is `crowded`: two states lent at once (threads encoding together, a
