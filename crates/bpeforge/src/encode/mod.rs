@@ -131,6 +131,13 @@ impl Encoder {
     /// `StatePool::crowded`), so that streaming after a warm call finds the
     /// pieces that call merged.
     pub fn lookup_only_state(&self) -> EncodeState {
+        self.share_from_now_on();
+        EncodeState::lookup_only()
+    }
+
+    /// Have the states fill the shared cache from now on (see
+    /// `StatePool::crowded`), the kept ones first with what they hold.
+    fn share_from_now_on(&self) {
         self.states.crowd();
         let generation = self.cache.generation.load(Ordering::Acquire);
         for kept in self.states.lock().iter_mut() {
@@ -138,7 +145,6 @@ impl Encoder {
                 kept.publish_table();
             }
         }
-        EncodeState::lookup_only()
     }
 
     pub fn vocab(&self) -> &Vocabulary {
@@ -383,6 +389,12 @@ impl Encoder {
         T: AsRef<str> + Sync,
         R: Send,
     {
+        if texts.len() > 1 && rayon::current_num_threads() > 1 {
+            // Workers that may run at once share from their first text: a
+            // worker starting while another holds the warm state would
+            // otherwise merge again what that state has not shared yet.
+            self.share_from_now_on();
+        }
         self.encode_batch_from(texts, || self.pooled_state(), allowed, convert)
     }
 

@@ -124,8 +124,8 @@ pub(super) const NEW_ENTRIES_MAX: usize = 16 << 10;
 /// would, and adding each merge there cost a quarter of a first call
 /// (`encode_file` example, 10 MB of Gutenberg: 47 against 62 ms with the
 /// shared cache off) and its memory. So the shared level fills only once the
-/// pool is `crowded`: two states lent at once (threads encoding together, a
-/// batch on several workers) or a streaming state made
+/// pool is `crowded`: two states lent at once (threads encoding together),
+/// a batch started on several threads, or a streaming state made
 /// (`Encoder::lookup_only_state`). Then each state adds its table once
 /// (`EncodeState::publish_table`) and its merges from then on.
 #[derive(Default)]
