@@ -250,6 +250,12 @@ def test_tiktokens_own_tests(tmp_path_factory, request):
     env = {**os.environ, "PYTHONPATH": str(Path(bpeforge.__file__).parent.parent)}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_encoding.py", "test_pickle.py"]
     command += ["--deselect", "test_encoding.py::test_basic_encode"]
+    # A fixed seed: Hypothesis also draws the string constants of the code it
+    # tests, and tiktoken's test_hyp_roundtrip then sometimes encodes the
+    # text of a special token such as "<|fim_suffix|>", which raises (in
+    # tiktoken as here: every special is disallowed by default). Unseeded, it
+    # failed 2 runs in about 30.
+    command += ["--hypothesis-seed=0"]
     result = subprocess.run(command, cwd=tests, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert re.search(r"\b25 passed", result.stdout), result.stdout[-2000:]
