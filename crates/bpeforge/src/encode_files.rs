@@ -20,12 +20,21 @@ use crate::encode::{EncodeState, Encoder, StatePool};
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
 
-/// Bytes of text per chunk when encoding files: half of training's reads. A
-/// batch in flight is held about seven times over (its text, the next batch's,
-/// the ids at one per two bytes reserved, packed, the copy being written), so
-/// at 4 MiB `bpeforge encode` peaked at 187-201 MiB on 2 threads and at 2 MiB
-/// at 135-142 MiB, as fast or faster (500 MB of Gutenberg, 3 alternated runs).
-pub const ENCODE_CHUNK_SIZE: usize = 2 << 20;
+/// Bytes of text per chunk when encoding files. A chunk is the unit a worker
+/// takes: at 2 MiB, one chunk per worker a batch, a worker that also read the
+/// next batch finished last while the other waited (`bpeforge encode` on 2
+/// threads used 1.5 of 2 cores); at 256 KiB, eight to a worker, the work
+/// evens out: 500 MB of Gutenberg 0.95-1.00 -> 0.85-0.93 s on 2 threads,
+/// 1.41-1.43 -> 1.35-1.41 on 1, 20news 0.31-0.42 -> 0.29 s, multilingual
+/// 0.48 -> 0.42-0.44 s on 2 (3 alternated runs each), and peak RSS 111-115 ->
+/// 92-100 MiB (a chunk's ids and packed copy are smaller).
+pub const ENCODE_CHUNK_SIZE: usize = 256 << 10;
+/// Chunks each worker gets in a batch: a batch in flight is held about seven
+/// times over (its text, the next batch's, the ids at one per two bytes
+/// reserved, packed, the copy being written), so the batch, not the chunk,
+/// sets the memory: 2 MiB a worker (at 4 MiB, `bpeforge encode` peaked at
+/// 187-201 MiB on 2 threads, at 2 MiB at 135-142 MiB, as fast or faster).
+const CHUNKS_PER_WORKER: usize = 8;
 
 /// Receives each batch, one converted item per chunk, in input order, on the
 /// writer thread.
@@ -79,12 +88,10 @@ fn encode_batches<T: Send>(
 ) -> Result<u64, Error> {
     let total_bytes = total_size(sources)?;
     let mut chunks = CorpusChunks::new(sources, encoder.specials(), encoder.pattern().cut_before(), chunk_size);
-    // One chunk per worker a batch (two used to be read at once): with the
-    // next batch read while this one is encoded, that is what keeps every
-    // worker busy, and it took the peak RSS of `bpeforge encode` on 100 MB
-    // from 158 to 141 MiB on 1 thread and from 205 to 165-170 MiB on 2,
-    // no slower (1.04-1.13 s against 1.24-1.35 s on 2 threads).
-    let batch_bytes = chunk_size.saturating_mul(pool.current_num_threads());
+    // The next batch is read while this one is encoded (see
+    // `CHUNKS_PER_WORKER` for its size and `ENCODE_CHUNK_SIZE` for why it is
+    // cut finer than one chunk a worker).
+    let batch_bytes = chunk_size.saturating_mul(CHUNKS_PER_WORKER * pool.current_num_threads());
     let mut done = 0u64;
     // Each worker's table stays warm from one batch to the next instead of
     // merging every chunk's distinct pieces again (measured on 100 MB of
