@@ -155,7 +155,7 @@ impl PyEncoder {
         fill_cache: bool,
         allowed: Option<&[bool]>,
     ) -> PyResult<Vec<u32>> {
-        let mut ids = Vec::with_capacity(text.len() / 2 + 16);
+        let mut ids = bpeforge::huge_pages::vec_with_capacity(text.len() / 2 + 16);
         let (mut pooled, mut lookup_only);
         let state: &mut EncodeState = if fill_cache {
             pooled = self.inner.pooled_state();

@@ -29,6 +29,7 @@ pub mod encode;
 pub mod encode_files;
 pub mod error;
 pub mod gpt2_files;
+pub mod huge_pages;
 pub mod input;
 pub mod long_pieces;
 pub mod packed;

@@ -305,7 +305,10 @@ impl PieceTable {
     }
 
     fn resize(&mut self, buckets: usize) {
-        let old = std::mem::replace(&mut self.buckets, vec![Bucket::default(); buckets]);
+        // On huge pages where allowed: a first call's doublings fault in up to 16 MiB (`huge_pages.rs`).
+        let mut fresh = crate::huge_pages::vec_with_capacity(buckets);
+        fresh.resize(buckets, Bucket::default());
+        let old = std::mem::replace(&mut self.buckets, fresh);
         self.spilled = vec![0; buckets.div_ceil(64)];
         self.stashed = vec![0; buckets.div_ceil(64)];
         let stashed = std::mem::take(&mut self.stash);

@@ -174,7 +174,7 @@ impl Encoder {
         // Room for 1 id per 2 bytes: English needs 1 per 3.7, and a buffer
         // grown mid-call was copied and its new pages faulted in (a fifth of
         // warm encoding in `perf`); capacity never touched costs no memory.
-        let mut out = Vec::with_capacity(text.len() / 2 + 16);
+        let mut out = crate::huge_pages::vec_with_capacity(text.len() / 2 + 16);
         self.encode_with(text, &mut self.pooled_state(), &mut out)?;
         Ok(out)
     }
