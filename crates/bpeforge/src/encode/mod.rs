@@ -416,7 +416,7 @@ impl Encoder {
             .par_iter()
             .map_init(new_state, |state, text| {
                 let text = text.as_ref();
-                let mut ids = Vec::with_capacity(text.len() / 2 + 16);
+                let mut ids = crate::huge_pages::vec_with_capacity(text.len() / 2 + 16);
                 self.encode_allowing(text, allowed, state, &mut ids)?;
                 Ok(convert(ids))
             })
