@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::Error;
+use crate::packed::pack;
 
 /// A merge as the two byte strings it joins.
 pub type Merge = (Vec<u8>, Vec<u8>);
@@ -19,7 +20,7 @@ pub type Merge = (Vec<u8>, Vec<u8>);
 /// `(left, right)` for every token of more than one byte, in rank order.
 /// `ranks` holds each token once with its rank.
 pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<Merge>, Error> {
-    let rank_of: FxHashMap<&[u8], u32> = ranks.iter().map(|(token, rank)| (token.as_slice(), *rank)).collect();
+    let rank_of = RankTable::new(ranks);
     let mut by_rank: Vec<&(Vec<u8>, u32)> = ranks.iter().filter(|(token, _)| token.len() > 1).collect();
     by_rank.sort_unstable_by_key(|(_, rank)| *rank);
     by_rank
@@ -44,12 +45,12 @@ pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<Merge>, Error> 
 /// and only the two pairs a merge touches are looked up again (rescanning
 /// every pair after each merge hashed each token's slices quadratically:
 /// 0.18 s of loading o200k on one core).
-fn bpe_below(rank_of: &FxHashMap<&[u8], u32>, token: &[u8], max_rank: u32) -> Vec<usize> {
+fn bpe_below(rank_of: &RankTable, token: &[u8], max_rank: u32) -> Vec<usize> {
     // Part `i` is `token[starts[i]..starts[i + 1]]`; `ranks[i]` is that of parts `i` and `i + 1` joined.
     let mut starts: Vec<usize> = (0..=token.len()).collect();
     let pair_rank = |starts: &[usize], i: usize| {
         let joined = &token[starts[i]..starts[i + 2]];
-        rank_of.get(joined).copied().filter(|&rank| rank < max_rank).unwrap_or(u32::MAX)
+        rank_of.get(joined).filter(|&rank| rank < max_rank).unwrap_or(u32::MAX)
     };
     let mut ranks: Vec<u32> = (0..token.len().saturating_sub(1)).map(|i| pair_rank(&starts, i)).collect();
     // The lowest rank, leftmost of equals, as tiktoken picks.
@@ -66,6 +67,35 @@ fn bpe_below(rank_of: &FxHashMap<&[u8], u32>, token: &[u8], max_rank: u32) -> Ve
         }
     }
     starts.windows(2).map(|part| part[1] - part[0]).collect()
+}
+
+/// Token bytes -> rank. Tokens of up to 15 bytes (almost all) are keyed by
+/// their packed bytes (`packed.rs`), so a lookup hashes and compares two
+/// words; keyed by slices, each hit also compared the token's bytes behind a
+/// pointer, a cache miss: that map was a third of loading o200k on one core.
+struct RankTable<'r> {
+    short: FxHashMap<u128, u32>,
+    long: FxHashMap<&'r [u8], u32>,
+}
+
+impl<'r> RankTable<'r> {
+    fn new(ranks: &'r [(Vec<u8>, u32)]) -> Self {
+        let (mut short, mut long) = (FxHashMap::default(), FxHashMap::default());
+        for (token, rank) in ranks {
+            match pack(token) {
+                Some(key) => short.insert(key, *rank),
+                None => long.insert(token.as_slice(), *rank),
+            };
+        }
+        Self { short, long }
+    }
+
+    fn get(&self, bytes: &[u8]) -> Option<u32> {
+        match pack(bytes) {
+            Some(key) => self.short.get(&key).copied(),
+            None => self.long.get(bytes).copied(),
+        }
+    }
 }
 
 #[cfg(test)]
