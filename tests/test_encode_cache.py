@@ -266,6 +266,20 @@ def test_encode_batch_to_numpy_equals_encode_batch(threads):
     assert [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == expected
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_encode_batch_to_numpy_past_its_reservation(threads):
+    """The flat array is reserved at one id per two bytes of text; texts of one-byte tokens (spaces and
+    punctuation that no merge joins, bytes no merge starts) need more, and get all of their ids."""
+    tok = small_tokenizer()
+    rng = random.Random(5)
+    texts = ["".join(rng.choice("!?;~|^") + " " for _ in range(rng.randrange(1, 5000))) for _ in range(40)]
+    texts += ["\x00\x01\x02" * 3000, "é" * 4000]
+    ids, offsets = tok.encode_batch_to_numpy(texts, num_threads=threads)
+    expected = [tok.encode(text) for text in texts]
+    assert sum(map(len, expected)) > sum(len(text.encode()) for text in texts) // 2
+    assert [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == expected
+
+
 def test_encode_batch_to_numpy_of_nothing():
     ids, offsets = small_tokenizer().encode_batch_to_numpy([])
     assert ids.tolist() == [] and offsets.tolist() == [0]
