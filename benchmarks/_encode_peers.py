@@ -347,6 +347,14 @@ def measure_encode(peer: Peer, tok: Any, text_path: str, repeat: int, ids_path: 
     return {"bytes": len(text.encode("utf-8")), "tokens": len(ids), "times": times}
 
 
+def first_call(peer: Peer, tok: Any, text_path: str) -> float:
+    """Seconds of one ``encode`` of the text, the process's first: for the parent's extra first-call
+    samples (``FIRST_CALL_PROCESSES``), measured as ``measure_encode`` times its first run."""
+    text = read_text(text_path)
+    times, _ = timed_runs(lambda: peer.encode(tok, text), 1)
+    return times[0]
+
+
 def measure_batch(peer: Peer, tok: Any, text_path: str, threads: int, repeat: int, ids_path: Path) -> dict[str, Any]:
     """``encode_batch`` over the text's documents (or pieces) on ``threads`` threads.
 
@@ -411,6 +419,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         print(f"{peer.name}: {exc}", file=sys.stderr)
         sys.exit(EXIT_NOT_INSTALLED)
     load_times, tok = timed_runs(lambda: peer.load(job["source"]), LOAD_REPEAT)
+    if job.get("first_only"):
+        return {"first": {name: first_call(peer, tok, path) for name, path in job["texts"].items()}}
     ids_dir, threads, repeat = Path(job["ids_dir"]), job["threads"], job["repeat"]
     result: dict[str, Any] = {"version": _version(peer), "load_times": load_times, "encode": {}, "batch": {}}
     for name, path in job["texts"].items():
