@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn the_sinks_error_is_the_one_returned_and_the_reading_stops() {
-        let vocab = Vocabulary::new((0..=255u8).map(|b| (b as u32, vec![b])).collect(), &[]).unwrap();
+        let vocab = Vocabulary::new::<Vec<u8>>((0..=255u8).map(|b| (b as u32, vec![b])).collect(), &[]).unwrap();
         let encoder = Encoder::new(vocab, &[], crate::Pattern::Gpt2).unwrap();
         let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-sink-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

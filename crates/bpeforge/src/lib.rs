@@ -44,6 +44,7 @@ pub mod ranks;
 mod scan;
 pub mod shards;
 pub mod specials;
+pub mod token_index;
 pub mod train;
 mod unicode_tables;
 pub mod vocab;

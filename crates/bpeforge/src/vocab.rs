@@ -5,6 +5,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::Error;
+use crate::token_index::TokenIndex;
 
 /// The merge of two adjacent tokens: its rank (lower merges first) and the id
 /// of the token it makes.
@@ -19,7 +20,7 @@ pub struct Vocabulary {
     /// Token bytes by id; `None` for ids the vocabulary skips.
     tokens: Vec<Option<Box<[u8]>>>,
     /// Bytes -> id; where two ids share bytes, the lower id.
-    ids: FxHashMap<Box<[u8]>, u32>,
+    ids: TokenIndex,
     /// Id of each single-byte token.
     byte_ids: [u32; 256],
     /// Keyed by `left << 32 | right`: one word to hash instead of a tuple.
@@ -40,14 +41,10 @@ impl Vocabulary {
     /// Fails, naming the entry, when a merge uses or makes a token the
     /// vocabulary lacks, or when a byte has no token (byte-level BPE must be
     /// able to spell any text).
-    pub fn new(entries: Vec<(u32, Vec<u8>)>, merges: &[(Vec<u8>, Vec<u8>)]) -> Result<Self, Error> {
+    /// The merges' bytes may be borrowed (the binding lends Python's `bytes`).
+    pub fn new<B: AsRef<[u8]> + Sync>(entries: Vec<(u32, Vec<u8>)>, merges: &[(B, B)]) -> Result<Self, Error> {
         let tokens = token_table(entries)?;
-        let mut ids: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
-        for (id, token) in tokens.iter().enumerate() {
-            if let Some(bytes) = token {
-                ids.entry(bytes.clone()).or_insert(id as u32);
-            }
-        }
+        let ids = TokenIndex::new(&tokens);
         let byte_ids = byte_table(&ids)?;
         let merges = merge_table(&ids, merges)?;
         let byte_pair_merges = (0..256 * 256)
@@ -72,7 +69,7 @@ impl Vocabulary {
     }
 
     pub fn id(&self, token: &[u8]) -> Option<u32> {
-        self.ids.get(token).copied()
+        self.ids.get(token)
     }
 
     /// The length in bytes of token `id` (0 if the vocabulary skips it).
@@ -158,10 +155,10 @@ fn token_table(entries: Vec<(u32, Vec<u8>)>) -> Result<Vec<Option<Box<[u8]>>>, E
     Ok(tokens)
 }
 
-fn byte_table(ids: &FxHashMap<Box<[u8]>, u32>) -> Result<[u32; 256], Error> {
+fn byte_table(ids: &TokenIndex) -> Result<[u32; 256], Error> {
     let mut table = [0u32; 256];
     for (byte, slot) in table.iter_mut().enumerate() {
-        *slot = *ids.get([byte as u8].as_slice()).ok_or_else(|| {
+        *slot = ids.get([byte as u8].as_slice()).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "vocab has no token for the byte 0x{byte:02X}; a byte-level BPE vocabulary needs all 256 bytes"
             ))
@@ -170,12 +167,9 @@ fn byte_table(ids: &FxHashMap<Box<[u8]>, u32>) -> Result<[u32; 256], Error> {
     Ok(table)
 }
 
-fn merge_table(
-    ids: &FxHashMap<Box<[u8]>, u32>,
-    merges: &[(Vec<u8>, Vec<u8>)],
-) -> Result<FxHashMap<u64, MergeRule>, Error> {
+fn merge_table<B: AsRef<[u8]> + Sync>(ids: &TokenIndex, merges: &[(B, B)]) -> Result<FxHashMap<u64, MergeRule>, Error> {
     let lookup = |bytes: &[u8], rank: usize, what: &str| {
-        ids.get(bytes).copied().ok_or_else(|| {
+        ids.get(bytes).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "merge {rank} ({}): its {what} {} is not in the vocab",
                 show_pair(&merges[rank]),
@@ -189,6 +183,7 @@ fn merge_table(
         .par_iter()
         .enumerate()
         .map_init(Vec::new, |joined, (rank, (left, right))| {
+            let (left, right) = (left.as_ref(), right.as_ref());
             let pair = pair_key(lookup(left, rank, "left token")?, lookup(right, rank, "right token")?);
             joined.clear();
             joined.extend_from_slice(left);
@@ -216,8 +211,8 @@ pub(crate) fn show(bytes: &[u8]) -> String {
     format!("{:?}", String::from_utf8_lossy(bytes))
 }
 
-fn show_pair((left, right): &(Vec<u8>, Vec<u8>)) -> String {
-    format!("{} + {}", show(left), show(right))
+fn show_pair<B: AsRef<[u8]>>((left, right): &(B, B)) -> String {
+    format!("{} + {}", show(left.as_ref()), show(right.as_ref()))
 }
 
 #[cfg(test)]
@@ -245,7 +240,7 @@ mod tests {
     fn a_huge_id_is_refused_not_allocated() {
         let mut entries = byte_entries();
         entries.push((1_000_000_000, b"ab".to_vec()));
-        let err = Vocabulary::new(entries, &[]).unwrap_err().to_string();
+        let err = Vocabulary::new::<Vec<u8>>(entries, &[]).unwrap_err().to_string();
         assert!(err.starts_with("token id 1000000000 is far beyond the 257 tokens"), "{err}");
     }
 
@@ -253,7 +248,7 @@ mod tests {
     fn errors_name_what_is_missing() {
         let err = Vocabulary::new(byte_entries(), &[(b"a".to_vec(), b"b".to_vec())]).unwrap_err();
         assert!(err.to_string().contains("merge 0 (\"a\" + \"b\"): its result \"ab\" is not in the vocab"), "{err}");
-        let err = Vocabulary::new(byte_entries()[1..].to_vec(), &[]).unwrap_err();
+        let err = Vocabulary::new::<Vec<u8>>(byte_entries()[1..].to_vec(), &[]).unwrap_err();
         assert!(err.to_string().contains("no token for the byte 0x00"), "{err}");
     }
 }
