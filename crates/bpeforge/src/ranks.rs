@@ -20,15 +20,38 @@ pub type Merge = (Vec<u8>, Vec<u8>);
 /// `(left, right)` for every token of more than one byte, in rank order.
 /// `ranks` holds each token once with its rank.
 pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<Merge>, Error> {
+    let (splits, _) = split_tokens(ranks)?;
+    Ok(splits.into_iter().map(|(token, left)| (token[..left].to_vec(), token[left..].to_vec())).collect())
+}
+
+/// `merges_from_ranks` as positions in `ranks`: for every token of more than
+/// one byte, in rank order, where its left and right parts are. The binding
+/// builds each merge from the `bytes` objects it was given, so that o200k's
+/// 400 K merge sides are no new objects. `None` when a part is not in
+/// `ranks` (a file that lacks a single byte): `merges_from_ranks` gives its
+/// bytes, and building the vocabulary then names what is missing.
+pub fn merge_splits<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<Option<Vec<(usize, usize)>>, Error> {
+    let (splits, rank_of) = split_tokens(ranks)?;
+    let at = |bytes: &[u8]| rank_of.get(bytes).map(|(_, at)| at);
+    Ok(splits.into_iter().map(|(token, left)| Some((at(&token[..left])?, at(&token[left..])?))).collect())
+}
+
+/// Tokens with the length of their merge's left part.
+type Splits<'r> = Vec<(&'r [u8], usize)>;
+
+/// Each token of more than one byte, in rank order, with the length of the
+/// left part of its merge; and the table the parts can be found in.
+fn split_tokens<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<(Splits<'_>, RankTable<'_>), Error> {
     let rank_of = RankTable::new(ranks);
-    let mut by_rank: Vec<&(Vec<u8>, u32)> = ranks.iter().filter(|(token, _)| token.len() > 1).collect();
-    by_rank.sort_unstable_by_key(|(_, rank)| *rank);
-    by_rank
+    let mut by_rank: Vec<(&[u8], u32)> =
+        ranks.iter().map(|(token, rank)| (token.as_ref(), *rank)).filter(|(token, _)| token.len() > 1).collect();
+    by_rank.sort_unstable_by_key(|&(_, rank)| rank);
+    let splits = by_rank
         .par_iter()
-        .map(|(token, rank)| {
-            let parts = bpe_below(&rank_of, token, *rank);
+        .map(|&(token, rank)| {
+            let parts = bpe_below(&rank_of, token, rank);
             match parts.as_slice() {
-                [left, right] => Ok((token[..*left].to_vec(), token[*left..*left + *right].to_vec())),
+                &[left, _] => Ok((token, left)),
                 _ => Err(Error::InvalidArgument(format!(
                     "token {:?} (rank {rank}) is not a merge of two lower-ranked tokens: BPE with the lower ranks \
                      leaves {} parts",
@@ -37,7 +60,8 @@ pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<Merge>, Error> 
                 ))),
             }
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((splits, rank_of))
 }
 
 /// tiktoken's BPE of `token` with the tokens ranked below `max_rank`: the
@@ -50,7 +74,7 @@ fn bpe_below(rank_of: &RankTable, token: &[u8], max_rank: u32) -> Vec<usize> {
     let mut starts: Vec<usize> = (0..=token.len()).collect();
     let pair_rank = |starts: &[usize], i: usize| {
         let joined = &token[starts[i]..starts[i + 2]];
-        rank_of.get(joined).filter(|&rank| rank < max_rank).unwrap_or(u32::MAX)
+        rank_of.get(joined).map(|(rank, _)| rank).filter(|&rank| rank < max_rank).unwrap_or(u32::MAX)
     };
     let mut ranks: Vec<u32> = (0..token.len().saturating_sub(1)).map(|i| pair_rank(&starts, i)).collect();
     // The lowest rank, leftmost of equals, as tiktoken picks.
@@ -69,28 +93,30 @@ fn bpe_below(rank_of: &RankTable, token: &[u8], max_rank: u32) -> Vec<usize> {
     starts.windows(2).map(|part| part[1] - part[0]).collect()
 }
 
-/// Token bytes -> rank. Tokens of up to 15 bytes (almost all) are keyed by
-/// their packed bytes (`packed.rs`), so a lookup hashes and compares two
-/// words; keyed by slices, each hit also compared the token's bytes behind a
-/// pointer, a cache miss: that map was a third of loading o200k on one core.
+/// Token bytes -> rank, and the token's position in the table given. Tokens
+/// of up to 15 bytes (almost all) are keyed by their packed bytes
+/// (`packed.rs`), so a lookup hashes and compares two words; keyed by
+/// slices, each hit also compared the token's bytes behind a pointer, a cache
+/// miss: that map was a third of loading o200k on one core.
 struct RankTable<'r> {
-    short: FxHashMap<u128, u32>,
-    long: FxHashMap<&'r [u8], u32>,
+    short: FxHashMap<u128, (u32, usize)>,
+    long: FxHashMap<&'r [u8], (u32, usize)>,
 }
 
 impl<'r> RankTable<'r> {
-    fn new(ranks: &'r [(Vec<u8>, u32)]) -> Self {
+    fn new<B: AsRef<[u8]>>(ranks: &'r [(B, u32)]) -> Self {
         let (mut short, mut long) = (FxHashMap::default(), FxHashMap::default());
-        for (token, rank) in ranks {
+        for (at, (token, rank)) in ranks.iter().enumerate() {
+            let token = token.as_ref();
             match pack(token) {
-                Some(key) => short.insert(key, *rank),
-                None => long.insert(token.as_slice(), *rank),
+                Some(key) => short.insert(key, (*rank, at)),
+                None => long.insert(token, (*rank, at)),
             };
         }
         Self { short, long }
     }
 
-    fn get(&self, bytes: &[u8]) -> Option<u32> {
+    fn get(&self, bytes: &[u8]) -> Option<(u32, usize)> {
         match pack(bytes) {
             Some(key) => self.short.get(&key).copied(),
             None => self.long.get(bytes).copied(),
@@ -113,6 +139,18 @@ mod tests {
         let expected: Vec<Merge> =
             vec![(b"o".to_vec(), b"r".to_vec()), (b" ".to_vec(), b"w".to_vec()), (b" w".to_vec(), b"or".to_vec())];
         assert_eq!(merges, expected);
+    }
+
+    #[test]
+    fn splits_are_the_positions_of_the_merges_parts() {
+        let table = ranks(&[b"or", b" w", b" wor"]);
+        let splits = merge_splits(&table).unwrap().unwrap();
+        let as_bytes: Vec<Merge> = splits.iter().map(|&(l, r)| (table[l].0.clone(), table[r].0.clone())).collect();
+        assert_eq!(as_bytes, merges_from_ranks(&table).unwrap());
+        // Without the byte "r", "or" still splits (as bytes) but has no position for its right part.
+        let without_r: Vec<(Vec<u8>, u32)> = table.iter().filter(|(token, _)| token != b"r").cloned().collect();
+        assert_eq!(merge_splits(&without_r).unwrap(), None);
+        assert_eq!(merges_from_ranks(&without_r).unwrap()[0], (b"o".to_vec(), b"r".to_vec()));
     }
 
     #[test]
