@@ -155,7 +155,7 @@ impl PyEncoder {
         fill_cache: bool,
         allowed: Option<&[bool]>,
     ) -> PyResult<Vec<u32>> {
-        let mut ids = bpeforge::huge_pages::vec_with_capacity(text.len() / 2 + 16);
+        let mut ids = bpeforge::encode::ids_buffer(text.len());
         let (mut pooled, mut lookup_only);
         let state: &mut EncodeState = if fill_cache {
             pooled = self.inner.pooled_state();
@@ -269,12 +269,9 @@ impl PyEncoder {
         // with the GIL held was 8% of a 2-thread batch of 10 MB.
         let texts = texts.iter().map(utf8).collect::<PyResult<Vec<&str>>>()?;
         let encoder = &self.inner;
-        // Room for the whole batch at once, at `encode`'s one id per two
-        // bytes, on huge pages where allowed (`huge_pages.rs`): reserved
-        // group by group, it grew by `mremap` and faulted in every 4 KiB page
-        // (capacity never written costs no memory).
-        let mut all: Vec<u32> =
-            bpeforge::huge_pages::vec_with_capacity(texts.iter().map(|text| text.len()).sum::<usize>() / 2 + 16);
+        // Room for the whole batch at once (reserved group by group, it grew
+        // by `mremap` and faulted in every 4 KiB page).
+        let mut all = bpeforge::encode::ids_buffer(texts.iter().map(|text| text.len()).sum());
         let mut offsets: Vec<i64> = Vec::with_capacity(texts.len() + 1);
         offsets.push(0);
         for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {

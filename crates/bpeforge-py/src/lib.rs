@@ -135,9 +135,10 @@ fn merges_from_ranks<'py>(py: Python<'py>, ranks: Vec<(Bound<'py, PyBytes>, u32)
     let splits = py.detach(|| bpeforge::ranks::merge_splits(&tokens)).map_err(errors::to_py_err)?;
     match splits {
         Some(splits) => PyList::new(py, splits.iter().map(|&(left, right)| (&ranks[left].0, &ranks[right].0))),
+        // A part that is no token (a file lacking a byte): the merges as bytes, so that building the
+        // vocabulary names what is missing. Only such files are split twice.
         None => {
-            let owned: Vec<(Vec<u8>, u32)> = tokens.iter().map(|&(token, rank)| (token.to_vec(), rank)).collect();
-            let merges = py.detach(|| bpeforge::ranks::merges_from_ranks(&owned)).map_err(errors::to_py_err)?;
+            let merges = py.detach(|| bpeforge::ranks::merges_from_ranks(&tokens)).map_err(errors::to_py_err)?;
             byte_pairs_to_py(py, &merges)
         }
     }

@@ -9,17 +9,16 @@
 //! largest part of loading the file.
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::error::Error;
-use crate::packed::pack;
+use crate::token_index::TokenIndex;
 
 /// A merge as the two byte strings it joins.
 pub type Merge = (Vec<u8>, Vec<u8>);
 
 /// `(left, right)` for every token of more than one byte, in rank order.
 /// `ranks` holds each token once with its rank.
-pub fn merges_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<Merge>, Error> {
+pub fn merges_from_ranks<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<Vec<Merge>, Error> {
     let (splits, _) = split_tokens(ranks)?;
     Ok(splits.into_iter().map(|(token, left)| (token[..left].to_vec(), token[left..].to_vec())).collect())
 }
@@ -42,7 +41,7 @@ type Splits<'r> = Vec<(&'r [u8], usize)>;
 /// Each token of more than one byte, in rank order, with the length of the
 /// left part of its merge; and the table the parts can be found in.
 fn split_tokens<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<(Splits<'_>, RankTable<'_>), Error> {
-    let rank_of = RankTable::new(ranks);
+    let rank_of = rank_table(ranks);
     let mut by_rank: Vec<(&[u8], u32)> =
         ranks.iter().map(|(token, rank)| (token.as_ref(), *rank)).filter(|(token, _)| token.len() > 1).collect();
     by_rank.sort_unstable_by_key(|&(_, rank)| rank);
@@ -93,35 +92,17 @@ fn bpe_below(rank_of: &RankTable, token: &[u8], max_rank: u32) -> Vec<usize> {
     starts.windows(2).map(|part| part[1] - part[0]).collect()
 }
 
-/// Token bytes -> rank, and the token's position in the table given. Tokens
-/// of up to 15 bytes (almost all) are keyed by their packed bytes
-/// (`packed.rs`), so a lookup hashes and compares two words; keyed by
-/// slices, each hit also compared the token's bytes behind a pointer, a cache
-/// miss: that map was a third of loading o200k on one core.
-struct RankTable<'r> {
-    short: FxHashMap<u128, (u32, usize)>,
-    long: FxHashMap<&'r [u8], (u32, usize)>,
-}
+/// Token bytes -> rank, and the token's position in the table given
+/// (`token_index.rs`: packed keys for short tokens, borrowed slices for long).
+type RankTable<'r> = TokenIndex<&'r [u8], (u32, usize)>;
 
-impl<'r> RankTable<'r> {
-    fn new<B: AsRef<[u8]>>(ranks: &'r [(B, u32)]) -> Self {
-        let (mut short, mut long) = (FxHashMap::default(), FxHashMap::default());
-        for (at, (token, rank)) in ranks.iter().enumerate() {
-            let token = token.as_ref();
-            match pack(token) {
-                Some(key) => short.insert(key, (*rank, at)),
-                None => long.insert(token, (*rank, at)),
-            };
-        }
-        Self { short, long }
+fn rank_table<B: AsRef<[u8]>>(ranks: &[(B, u32)]) -> RankTable<'_> {
+    let mut table = RankTable::default();
+    for (at, (token, rank)) in ranks.iter().enumerate() {
+        let token = token.as_ref();
+        table.insert_first(token, || token, (*rank, at));
     }
-
-    fn get(&self, bytes: &[u8]) -> Option<(u32, usize)> {
-        match pack(bytes) {
-            Some(key) => self.short.get(&key).copied(),
-            None => self.long.get(bytes).copied(),
-        }
-    }
+    table
 }
 
 #[cfg(test)]

@@ -1,20 +1,50 @@
-//! Token bytes -> id, for building a vocabulary's merge table and for
-//! `Vocabulary::id`.
+//! Token bytes -> a value (an id, or a rank and a position), for building a
+//! vocabulary's merge table, for `Vocabulary::id`, and for recovering the
+//! merges of a tiktoken rank table (`ranks.rs`).
 //!
 //! Tokens of up to 15 bytes (all but a few hundred of o200k's 200 K) are
 //! keyed by their packed bytes (`packed.rs`): no allocation per token, and a
 //! lookup hashes and compares two words. Keyed by boxed slices, every token
 //! was cloned into the map and every lookup compared bytes behind a pointer;
-//! allocating, freeing and probing were most of building o200k's encoder.
+//! allocating, freeing and probing were most of building o200k's encoder, and
+//! a third of recovering its merges on one core.
+
+use std::borrow::Borrow;
+use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
 use crate::packed::pack;
 
-#[derive(Debug, Clone, Default)]
-pub struct TokenIndex {
-    short: FxHashMap<u128, u32>,
-    long: FxHashMap<Box<[u8]>, u32>,
+/// Longer tokens are keyed by `K`: owned (`Box<[u8]>`) or borrowed (`&[u8]`).
+#[derive(Debug, Clone)]
+pub struct TokenIndex<K = Box<[u8]>, V = u32> {
+    short: FxHashMap<u128, V>,
+    long: FxHashMap<K, V>,
+}
+
+impl<K, V> Default for TokenIndex<K, V> {
+    fn default() -> Self {
+        Self { short: FxHashMap::default(), long: FxHashMap::default() }
+    }
+}
+
+impl<K: Borrow<[u8]> + Hash + Eq, V: Copy> TokenIndex<K, V> {
+    /// `bytes` -> `value`, unless `bytes` is there already (the first value
+    /// stays); `long_key` makes the key of a token too long to pack.
+    pub fn insert_first(&mut self, bytes: &[u8], long_key: impl FnOnce() -> K, value: V) {
+        match pack(bytes) {
+            Some(key) => self.short.entry(key).or_insert(value),
+            None => self.long.entry(long_key()).or_insert(value),
+        };
+    }
+
+    pub fn get(&self, bytes: &[u8]) -> Option<V> {
+        match pack(bytes) {
+            Some(key) => self.short.get(&key).copied(),
+            None => self.long.get(bytes).copied(),
+        }
+    }
 }
 
 impl TokenIndex {
@@ -24,20 +54,11 @@ impl TokenIndex {
         let mut index = Self::default();
         index.short.reserve(tokens.len());
         for (id, token) in tokens.iter().enumerate() {
-            let Some(bytes) = token else { continue };
-            match pack(bytes) {
-                Some(key) => index.short.entry(key).or_insert(id as u32),
-                None => index.long.entry(bytes.clone()).or_insert(id as u32),
-            };
+            if let Some(bytes) = token {
+                index.insert_first(bytes, || bytes.clone(), id as u32);
+            }
         }
         index
-    }
-
-    pub fn get(&self, bytes: &[u8]) -> Option<u32> {
-        match pack(bytes) {
-            Some(key) => self.short.get(&key).copied(),
-            None => self.long.get(bytes).copied(),
-        }
     }
 }
 

@@ -171,10 +171,7 @@ impl Encoder {
     /// The ids of `text`. A custom pattern may fail on some input (its
     /// backtracking limit); the GPT-2 scanner and the presets do not.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, Error> {
-        // Room for 1 id per 2 bytes: English needs 1 per 3.7, and a buffer
-        // grown mid-call was copied and its new pages faulted in (a fifth of
-        // warm encoding in `perf`); capacity never touched costs no memory.
-        let mut out = crate::huge_pages::vec_with_capacity(text.len() / 2 + 16);
+        let mut out = ids_buffer(text.len());
         self.encode_with(text, &mut self.pooled_state(), &mut out)?;
         Ok(out)
     }
@@ -416,7 +413,7 @@ impl Encoder {
             .par_iter()
             .map_init(new_state, |state, text| {
                 let text = text.as_ref();
-                let mut ids = crate::huge_pages::vec_with_capacity(text.len() / 2 + 16);
+                let mut ids = ids_buffer(text.len());
                 self.encode_allowing(text, allowed, state, &mut ids)?;
                 Ok(convert(ids))
             })
@@ -537,6 +534,14 @@ impl Encoder {
     }
 }
 
+/// An empty buffer for the ids of `text_bytes` bytes of text: room for one
+/// id per two bytes (English needs one per 3.7; a buffer grown mid-call was
+/// copied and its new pages faulted in, a fifth of warm encoding in `perf`),
+/// on huge pages when large (`huge_pages.rs`). Capacity never written costs
+/// no memory.
+pub fn ids_buffer(text_bytes: usize) -> Vec<u32> {
+    crate::huge_pages::vec_with_capacity(text_bytes / 2 + 16)
+}
 #[cfg(test)]
 mod tests {
     use super::state::STREAMING_LONG_TABLE_BYTES;
