@@ -13,6 +13,7 @@ use bpeforge::bpe::{encode_piece, Scratch};
 use bpeforge::cache::DEFAULT_CACHE_BYTES;
 use bpeforge::encode::EncodeState;
 use bpeforge::encode_files::{encode_files, Sink, ENCODE_CHUNK_SIZE};
+use bpeforge::packed_ids::PackedIds;
 use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -112,11 +113,11 @@ impl PyEncoder {
         num_threads: Option<usize>,
         chunk_size: Option<usize>,
         observer: &PyObserver,
-        sink: &mut Sink<'_, Vec<u8>>,
+        sink: &mut Sink<'_, PackedIds>,
     ) -> PyResult<u64> {
         let pool = thread_pool(num_threads)?;
         let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
-        let pack = |ids: Vec<u32>| pack_ids(&ids, width);
+        let pack = |ids: Vec<u32>| PackedIds::new(ids, width);
         let sources = to_sources(paths);
         run_detached(py, observer, || encode_files(&self.inner, &sources, chunk_size, &pool, observer, pack, sink))
     }
@@ -346,9 +347,9 @@ impl PyEncoder {
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         self.check_width(width)?;
         let encoder = &self.inner;
-        let run = || encoder.encode_batch(&texts, |ids| pack_ids(&ids, width));
+        let run = || encoder.encode_batch(&texts, |ids| PackedIds::new(ids, width));
         let packed = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
-        Ok(packed.iter().map(|bytes| PyBytes::new(py, bytes)).collect())
+        Ok(packed.iter().map(|ids| PyBytes::new(py, ids.bytes())).collect())
     }
 
     /// Encode files or shards of them in parallel (see `bpeforge::encode_files`), calling
@@ -369,7 +370,7 @@ impl PyEncoder {
         self.check_width(width)?;
         let observer = PyObserver::new(progress);
         // Runs on encode_files' writer thread, one batch behind the encoding.
-        let mut sink = |packed: Vec<Vec<u8>>| {
+        let mut sink = |packed: Vec<PackedIds>| {
             Python::attach(|py| write.call1(py, (concat_bytes(py, &packed)?,)).map(drop))
                 .map_err(|err| observer.stop_with(err))
         };
@@ -401,8 +402,9 @@ impl PyEncoder {
         let output_error = |source| bpeforge::Error::Io { path: name.clone(), source };
         // SAFETY: the caller holds `fd` open, writable, until this returns.
         let mut appender = unsafe { Appender::for_fd(fd, offset) }.map_err(|e| to_py_err(output_error(e)))?;
-        let mut sink =
-            |packed: Vec<Vec<u8>>| packed.iter().try_for_each(|part| appender.append(part)).map_err(output_error);
+        let mut sink = |packed: Vec<PackedIds>| {
+            packed.iter().try_for_each(|ids| appender.append(ids.bytes())).map_err(output_error)
+        };
         let read = self.encode_files_into(py, paths, width, num_threads, chunk_size, &observer, &mut sink)?;
         let appended = py.detach(|| appender.finish()).map_err(|e| to_py_err(output_error(e)))?;
         Ok((read, appended))
@@ -554,20 +556,13 @@ fn groups_by_bytes<T: AsRef<str>>(texts: &[T], bytes: usize) -> impl Iterator<It
 }
 
 /// The parts one after another in a new `bytes`, written in place (one copy, not a concatenation first).
-fn concat_bytes<'py>(py: Python<'py>, parts: &[Vec<u8>]) -> PyResult<Bound<'py, PyBytes>> {
-    PyBytes::new_with(py, parts.iter().map(Vec::len).sum(), |buffer| {
+fn concat_bytes<'py>(py: Python<'py>, parts: &[PackedIds]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, parts.iter().map(|ids| ids.bytes().len()).sum(), |buffer| {
         let mut at = 0;
-        for part in parts {
+        for part in parts.iter().map(PackedIds::bytes) {
             buffer[at..at + part.len()].copy_from_slice(part);
             at += part.len();
         }
         Ok(())
     })
-}
-
-fn pack_ids(ids: &[u32], width: usize) -> Vec<u8> {
-    match width {
-        2 => ids.iter().flat_map(|&id| (id as u16).to_le_bytes()).collect(),
-        _ => ids.iter().flat_map(|&id| id.to_le_bytes()).collect(),
-    }
 }

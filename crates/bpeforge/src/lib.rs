@@ -18,6 +18,7 @@
 //! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
 //!   the one kept across calls and shared by threads;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
+//! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
 //! - `progress`, `error`: how work reports, stops and fails.
 
 pub mod append_file;
@@ -33,6 +34,7 @@ pub mod huge_pages;
 pub mod input;
 pub mod long_pieces;
 pub mod packed;
+pub mod packed_ids;
 pub mod pattern;
 pub mod piece_table;
 pub mod prefetch;
