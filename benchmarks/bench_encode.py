@@ -6,10 +6,10 @@ process, the fastest of three) and best of ``--repeat``; ``encode_batch`` throug
 whether every library produced the same ids; worst-case inputs at three sizes;
 the time to build each tokenizer; and the whole-process file workload (``bpeforge
 encode FILE`` against gigatoken's ``encode_files`` on the same file, 1 and 2 cores,
-with peak RSS).
+with peak RSS), on the first ``--file-mb`` MB of each of ``--file-corpora``.
 
     python benchmarks/bench_encode.py [--mb 10] [--repeat 3] [--encodings gpt2,cl100k,o200k] \\
-        [--corpora gutenberg,multilingual,20news] [--peers bpeforge,tiktoken,...] [--file-mb 500] [--json PATH]
+        [--corpora gutenberg,multilingual,20news] [--peers bpeforge,tiktoken,...] [--file-mb 500] [--file-corpora ...] [--json PATH]
 
 Every peer runs in fresh processes (see ``_encode_peers.py``): one per corpus on
 1 thread (so its first ``encode`` is a first call), one per encoding on 2 threads.
@@ -73,7 +73,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gpt2-dir", type=Path, default=GPT2_DIR, help="gpt2_vocab.json and gpt2_merges.txt")
     parser.add_argument("--openai-dir", type=Path, default=OPENAI_DIR, help="cl100k/o200k .tiktoken(.gz) files")
     parser.add_argument(
-        "--file-mb", type=float, default=500, help="MB of Gutenberg for the whole-process file workload (0: skip)"
+        "--file-mb", type=float, default=500, help="MB of each corpus for the whole-process file workload (0: skip)"
+    )
+    parser.add_argument(
+        "--file-corpora",
+        default=",".join(CORPORA),
+        help="corpora of the file workload, each its first --file-mb MB (the whole file if smaller)",
     )
     parser.add_argument("--no-pin", action="store_true", help="do not pin the children to cores with taskset")
     parser.add_argument("--json", type=Path, help="also write every run here")
@@ -622,16 +627,25 @@ np.save(sys.argv[3], np.asarray(rows[0], dtype=np.uint32))
 
 
 def measure_file_workload(args: argparse.Namespace, sources: dict, tmpdir: Path) -> dict[str, Any]:
-    """``bpeforge encode FILE -o ids.npy`` against gigatoken's ``encode_files`` on the same file, each a
-    whole process pinned to 1 and 2 cores: wall time (interpreter start to exit, tokenizer load and
-    writing the ids included) and peak RSS; the two id arrays are compared."""
-    import numpy as np
-
-    source = locate_corpus("gutenberg")
-    path = prepare_corpus(source, int(args.file_mb * MB), tmpdir)
-    size = path.stat().st_size
+    """``bpeforge encode FILE -o ids.npy`` against gigatoken's ``encode_files`` on the same file, for each
+    corpus of ``--file-corpora``, each a whole process pinned to 1 and 2 cores: wall time (interpreter
+    start to exit, tokenizer load and writing the ids included) and peak RSS, best of ``--repeat`` runs
+    taken in turns (the VM drifts); the two id arrays are compared."""
     tokenizer_dir = tmpdir / "gpt2-bpeforge"
     _save_bpeforge_gpt2(sources["gpt2"], tokenizer_dir)
+    results = {}
+    for corpus in args.file_corpora.split(","):
+        source = locate_corpus(corpus)
+        path = prepare_corpus(source, int(args.file_mb * MB), tmpdir)
+        results[corpus] = _measure_file(args, sources, tokenizer_dir, source, path, tmpdir)
+    return results
+
+
+def _measure_file(
+    args: argparse.Namespace, sources: dict, tokenizer_dir: Path, source: Path, path: Path, tmpdir: Path
+) -> dict[str, Any]:
+    import numpy as np
+
     commands = {
         "bpeforge": lambda out, threads: [
             sys.executable, "-m", "bpeforge", "encode", str(path), "--tokenizer", str(tokenizer_dir),
@@ -641,22 +655,21 @@ def measure_file_workload(args: argparse.Namespace, sources: dict, tmpdir: Path)
             sys.executable, "-c", GIGATOKEN_FILE_SCRIPT, sources["gpt2"]["tokenizer_json"], str(path), str(out),
         ],
     }  # fmt: skip
-    rows: dict[str, Any] = {"bytes": size, "source": str(source), "runs": {}}
+    peers = [peer for peer in commands if peer in args.peers]
+    rows: dict[str, Any] = {"bytes": path.stat().st_size, "source": str(source), "runs": {}}
     for threads in THREADS:
-        outputs = {}
-        for peer, command in commands.items():
-            if peer not in args.peers:
-                continue
-            best = None
-            for _ in range(args.repeat):
-                out = tmpdir / f"file-{peer}-{threads}.npy"
-                out.unlink(missing_ok=True)
-                run = _timed_process(pinned(command(out, threads), threads, not args.no_pin), threads)
-                if best is None or ("seconds" in run and run["seconds"] < best.get("seconds", float("inf"))):
-                    best = run
-            outputs[peer] = out
-            rows["runs"].setdefault(peer, {})[threads] = best
-            print(f"file workload: {peer}, {threads} core(s): {best}", file=sys.stderr, flush=True)
+        outputs = {peer: tmpdir / f"file-{peer}-{threads}.npy" for peer in peers}
+        best: dict[str, dict[str, Any]] = {}
+        for _ in range(args.repeat):
+            for peer in peers:
+                outputs[peer].unlink(missing_ok=True)
+                run = _timed_process(pinned(commands[peer](outputs[peer], threads), threads, not args.no_pin), threads)
+                if "seconds" in run and run["seconds"] < best.get(peer, {}).get("seconds", float("inf")):
+                    best[peer] = run
+                best.setdefault(peer, run)
+        for peer in peers:
+            rows["runs"].setdefault(peer, {})[threads] = best[peer]
+            print(f"file workload: {path.name}, {peer}, {threads} core(s): {best[peer]}", file=sys.stderr, flush=True)
         if len(outputs) == 2 and all(p.exists() for p in outputs.values()):
             a, b = (np.load(p) for p in outputs.values())
             rows.setdefault("same_ids", {})[threads] = bool(a.shape == b.shape and (a == b).all())
@@ -687,7 +700,11 @@ def _timed_process(cmd: list[str], threads: int) -> dict[str, Any]:
     return {"seconds": seconds, "peak_rss_mib": peaks[-1] / 1024}
 
 
-def render_files(files: dict[str, Any]) -> list[str]:
+def render_files(corpora: dict[str, Any]) -> list[str]:
+    return [line for files in corpora.values() for line in _render_file(files)]
+
+
+def _render_file(files: dict[str, Any]) -> list[str]:
     mb = files["bytes"] / MB
     lines = [
         f"{files['bytes']:,} bytes of `{files['source']}`; best of the runs; MB/s = file size / whole-process time.",
