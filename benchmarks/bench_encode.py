@@ -9,7 +9,8 @@ encode FILE`` against gigatoken's ``encode_files`` on the same file, 1 and 2 cor
 with peak RSS), on the first ``--file-mb`` MB of each of ``--file-corpora``.
 
     python benchmarks/bench_encode.py [--mb 10] [--repeat 3] [--encodings gpt2,cl100k,o200k] \\
-        [--corpora gutenberg,multilingual,20news] [--peers bpeforge,tiktoken,...] [--file-mb 500] [--file-corpora ...] [--json PATH]
+        [--corpora gutenberg,multilingual,20news] [--peers bpeforge,tiktoken,...] [--file-mb 500] \\
+        [--file-corpora gutenberg,multilingual,20news] [--json PATH]
 
 Every peer runs in fresh processes (see ``_encode_peers.py``): one per corpus on
 1 thread (so its first ``encode`` is a first call), one per encoding on 2 threads.
@@ -451,6 +452,14 @@ def render_header(meta: dict[str, Any], load_before: float, load_after: float) -
         ),
         f"Texts: {texts}.",
         f"Command: `{meta['command']}`",
+        *(
+            [
+                f"Two cores here: a pure-compute loop on each of cores 0 and 1 at once did "
+                f"{meta['two_core_scaling']:.2f}x the work of one alone (the ceiling of any 2 / 1 ratio below)."
+            ]
+            if meta.get("two_core_scaling")
+            else []
+        ),
     ]
 
 
@@ -569,6 +578,29 @@ def render_encoding(encoding: str, report: dict[str, Any], results: Results) -> 
     return sections
 
 
+SPIN_SCRIPT = "x = 0\nfor i in range(8_000_000):\n    x += i * i\n"
+
+
+def measure_core_scaling(repeat: int = 3) -> float | None:
+    """What two cores give here: the work of two processes of a pure-compute loop, one pinned to each of
+    the first two cores at once, against one such process alone (best of ``repeat``). A 2-thread / 1-thread
+    ratio cannot go past this; on a VM whose two vCPUs share a physical core, it is well under 2. ``None``
+    without ``taskset`` or a second core."""
+    if shutil.which("taskset") is None or (os.cpu_count() or 1) < 2:
+        return None
+
+    def wall(cores: list[int]) -> float:
+        start = time.perf_counter()
+        procs = [subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", SPIN_SCRIPT]) for core in cores]
+        for proc in procs:
+            proc.wait()
+        return time.perf_counter() - start
+
+    alone = min(wall([0]) for _ in range(repeat))
+    both = min(wall([0, 1]) for _ in range(repeat))
+    return 2 * alone / both
+
+
 def compile_bpeforge_bytecode() -> None:
     """Write bpeforge's ``.pyc`` files if they are missing, as ``pip install`` does for the peers' wheels. An
     editable checkout has none, and where ``PYTHONDONTWRITEBYTECODE`` is set (this VM sets it) every child
@@ -585,6 +617,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     compile_bpeforge_bytecode()
     load_before = os.getloadavg()[0]
+    core_scaling = measure_core_scaling()
     reports, all_results, sections = {}, {}, []
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp:
         texts = prepare_texts(args.corpora, args.mb, Path(tmp))
@@ -607,6 +640,7 @@ def main(argv: list[str] | None = None) -> None:
             sections += render_encoding(encoding, report, results)
         files = measure_file_workload(args, sources, Path(tmp)) if args.file_mb and "gpt2" in sources else None
     meta = metadata(args, texts, batch_shapes(next(iter(all_results.values()), {})))
+    meta["two_core_scaling"] = core_scaling
     header = render_header(meta, load_before, os.getloadavg()[0])
     if files is not None:
         sections += ["### File to ids, whole process (GPT-2)", *render_files(files)]
