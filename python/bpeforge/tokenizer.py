@@ -101,8 +101,9 @@ class Tokenizer:
         self._vocab = vocab
         self._merges = merges
         self._special_tokens = _unique_specials(special_tokens)
-        _refuse_specials_that_are_tokens(self._vocab, self._merges, self._special_tokens)
-        _append_missing_specials(self._vocab, self._special_tokens)
+        tokens = set(vocab.values())  # one set for both checks, made in C
+        _refuse_specials_that_are_tokens(self._vocab, self._merges, self._special_tokens, tokens)
+        _append_missing_specials(self._vocab, self._special_tokens, tokens)
         pattern = normalize_pattern(pattern)
         self._core = _core.Encoder(list(self._vocab.items()), self._merges, self._special_tokens, pattern, cache_size)
         self._cache_size = cache_size
@@ -381,9 +382,9 @@ class Tokenizer:
 
 
 def _check_ids(vocab: dict[int, bytes]) -> None:
-    # The common case in C loops (0.02 s for o200k's 200k tokens, against 0.09 s for the loop below,
-    # which names the first bad entry).
-    exact_types = all(type(token_id) is int for token_id in vocab) and all(type(t) is bytes for t in vocab.values())
+    # The common case in C loops (6 ms for o200k's 200k tokens; 17 ms with `all` over generators, 0.09 s
+    # with the loop below, which names the first bad entry).
+    exact_types = set(map(type, vocab)) <= {int} and set(map(type, vocab.values())) <= {bytes}
     if exact_types and (not vocab or (min(vocab) >= 0 and max(vocab) < 2**32)):
         return
     for token_id, token in vocab.items():
@@ -430,24 +431,31 @@ def _unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
     return specials
 
 
-def _refuse_specials_that_are_tokens(vocab: dict[int, bytes], merges: list, special_tokens: list[str]) -> None:
+def _refuse_specials_that_are_tokens(
+    vocab: dict[int, bytes], merges: list, special_tokens: list[str], tokens: set[bytes]
+) -> None:
     """A special token spelled like a byte or a merged token may stand for
     that token (it then has its id), but must not also have an id of its
     own: encoding would produce only one of the two (the vocabulary a run
-    with `special_tokens=["a"]` used to train)."""
-    spellings = {token.encode("utf-8"): token for token in special_tokens}
-    ids_of: dict[bytes, list[int]] = {}
-    for token_id, token in vocab.items():  # one pass: this runs for every Tokenizer built
-        if token in spellings:
-            ids_of.setdefault(token, []).append(token_id)
-    for encoded, ids in ids_of.items():
-        token, ids = spellings[encoded], sorted(ids)
-        if len(ids) > 1 and (len(encoded) == 1 or any(left + right == encoded for left, right in merges)):
-            what = "the byte token" if len(encoded) == 1 else "the merged token"
-            raise ValueError(
-                f"special token {token!r} is already {what} {ids[0]} ({encoded!r}) and also has id {ids[-1]}; "
-                f"a special token must be a string that is not an ordinary token, such as '<|endoftext|>'"
-            )
+    with `special_tokens=["a"]` used to train). `tokens` is the set of `vocab`'s values."""
+    values = None
+    for token in special_tokens:
+        encoded = token.encode("utf-8")
+        if encoded not in tokens:
+            continue
+        # Counted in C: 2 ms over o200k's 200 K tokens, where a Python pass over the vocab took 11 ms for
+        # every Tokenizer built (tiktoken's specials come with ids, so they are in the vocab).
+        values = list(vocab.values()) if values is None else values
+        if values.count(encoded) < 2:
+            continue
+        if not (len(encoded) == 1 or any(left + right == encoded for left, right in merges)):
+            continue
+        ids = sorted(token_id for token_id, bytes_ in vocab.items() if bytes_ == encoded)
+        what = "the byte token" if len(encoded) == 1 else "the merged token"
+        raise ValueError(
+            f"special token {token!r} is already {what} {ids[0]} ({encoded!r}) and also has id {ids[-1]}; "
+            f"a special token must be a string that is not an ordinary token, such as '<|endoftext|>'"
+        )
 
 
 def save(
@@ -512,8 +520,8 @@ def _pattern_to_save(vocab: dict, pattern: str | None) -> str:
     return pattern
 
 
-def _append_missing_specials(vocab: dict[int, bytes], special_tokens: list[str]) -> None:
-    present = set(vocab.values())
+def _append_missing_specials(vocab: dict[int, bytes], special_tokens: list[str], present: set[bytes]) -> None:
+    """`present` is the set of `vocab`'s values; the specials appended join it."""
     next_id = max(vocab, default=-1) + 1
     for token in special_tokens:
         encoded = token.encode("utf-8")

