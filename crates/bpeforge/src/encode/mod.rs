@@ -32,6 +32,7 @@ use crate::bpe::encode_piece;
 use crate::cache::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
+use crate::packed::{hash_packed, pack};
 use crate::pattern::Pattern;
 use crate::piece_table::INLINE_IDS;
 use crate::prefetch::L1;
@@ -356,8 +357,29 @@ impl Encoder {
         }
         state.misses += 1;
         let start = out.len();
-        encode_piece(bytes, &self.vocab, &mut state.scratch, out);
+        self.encode_in_parts(bytes, state, out);
         state.long.insert(bytes, hash, &out[start..]);
+    }
+
+    /// A pre-token cut where no merge can join its bytes
+    /// (`Vocabulary::can_cut_between`), each part encoded as a pre-token of
+    /// its own: a part of up to 15 bytes through the tables like any short
+    /// piece, a longer one merged. With GPT-2 a CJK clause, a new long piece
+    /// nearly every time, cuts into characters and short runs the tables
+    /// already hold.
+    fn encode_in_parts(&self, bytes: &[u8], state: &mut EncodeState, out: &mut Vec<u32>) {
+        let mut start = 0;
+        for end in 1..=bytes.len() {
+            if end < bytes.len() && !self.vocab.can_cut_between(bytes[end - 1], bytes[end]) {
+                continue;
+            }
+            let part = &bytes[start..end];
+            match pack(part) {
+                Some(key) => self.encode_pretoken(part, key, hash_packed(key), state, out),
+                None => encode_piece(part, &self.vocab, &mut state.scratch, out),
+            }
+            start = end;
+        }
     }
 
     /// Encode `texts` in parallel on the current rayon pool, each worker with
@@ -653,6 +675,41 @@ mod tests {
             assert_eq!(ids, expected, "round {round}");
         }
         assert!(small.long.bytes() <= STREAMING_LONG_TABLE_BYTES);
+    }
+
+    #[test]
+    fn long_pieces_cut_where_no_token_holds_the_pair_give_the_merges_ids() {
+        use crate::bpe::Scratch;
+        // Tokens hold the pairs ab, bc, cc, ba and nothing with x: a word of
+        // a, b, c and x is cut at every other pair (x on either side, aa, ca, ...).
+        let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
+        entries.extend([(256, b"ab".to_vec()), (257, b"abc".to_vec()), (258, b"cc".to_vec()), (259, b"ba".to_vec())]);
+        entries.extend([(260, b"abcc".to_vec()), (261, b"baba".to_vec())]);
+        let merges: Vec<(Vec<u8>, Vec<u8>)> =
+            [("a", "b"), ("ab", "c"), ("c", "c"), ("b", "a"), ("abc", "c"), ("ba", "ba")]
+                .iter()
+                .map(|(l, r)| (l.as_bytes().to_vec(), r.as_bytes().to_vec()))
+                .collect();
+        let vocab = Vocabulary::new(entries, &merges).unwrap();
+        assert!(vocab.can_cut_between(b'a', b'x') && vocab.can_cut_between(b'c', b'a'));
+        assert!(!vocab.can_cut_between(b'a', b'b') && !vocab.can_cut_between(b'b', b'a'));
+        let enc = Encoder::new(vocab.clone(), &[], Pattern::Gpt2).unwrap();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for round in 0..400 {
+            // One word (one pre-token) of 16-2,000 letters, some of them repeats of earlier words' parts.
+            let len = 16 + (next() % if round % 10 == 0 { 2000 } else { 200 }) as usize;
+            let word: String = (0..len).map(|_| ['a', 'b', 'c', 'x', 'a', 'b'][(next() % 6) as usize]).collect();
+            let mut expected = Vec::new();
+            encode_piece(word.as_bytes(), &vocab, &mut Scratch::default(), &mut expected);
+            assert_eq!(enc.encode(&word).unwrap(), expected, "{word}");
+            assert_eq!(enc.encode(&word).unwrap(), expected, "again, from the tables: {word}");
+        }
     }
 
     #[test]
