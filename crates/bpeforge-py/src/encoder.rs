@@ -165,6 +165,7 @@ impl PyEncoder {
             lookup_only = self.inner.lookup_only_state();
             &mut lookup_only
         };
+        state.expect_text(text.len());
         let mut rest = text;
         while !rest.is_empty() {
             let stretch = py.detach(|| self.next_stretch(rest, allowed));

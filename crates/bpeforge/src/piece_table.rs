@@ -212,6 +212,15 @@ impl PieceTable {
         true
     }
 
+    /// Grow now to hold about `pieces` distinct pieces at most half full,
+    /// within the bound; never shrinks (see `EncodeState::expect_text`).
+    pub fn reserve(&mut self, pieces: usize) {
+        let buckets = pieces.next_power_of_two().clamp(FIRST_BUCKETS, self.max_buckets);
+        if buckets > self.buckets.len() {
+            self.resize(buckets);
+        }
+    }
+
     /// Remember the ids of `key`, evicting the last way of its bucket if full.
     pub fn insert(&mut self, key: u128, hash: u64, ids: &[u32]) {
         debug_assert!(key != 0 && !ids.is_empty());
@@ -455,6 +464,28 @@ mod tests {
         );
         let kept = (0..500_000).filter(|&i| lookup(&mut table, i).inspect(|got| assert_eq!(*got, ids(i))).is_some());
         assert!(kept.count() > MAX_BUCKETS * WAYS / 4, "the table keeps a useful share");
+    }
+
+    #[test]
+    fn reserving_keeps_what_it_holds_within_the_bound_and_never_shrinks() {
+        let mut table = PieceTable::with_max_buckets(1 << 12);
+        for i in 0..300 {
+            table.insert(key(i), hash_packed(key(i)), &ids(i));
+        }
+        let before = table.buckets.len();
+        table.reserve(3000);
+        assert_eq!(table.buckets.len(), 4096);
+        table.reserve(1 << 20);
+        assert_eq!(table.buckets.len(), 4096, "bounded");
+        table.reserve(10);
+        assert_eq!(table.buckets.len(), 4096, "never shrinks");
+        assert!(before < 4096);
+        for i in 0..300 {
+            assert_eq!(lookup(&mut table, i), Some(ids(i)), "piece {i}");
+        }
+        let mut empty = PieceTable::default();
+        empty.reserve(0);
+        assert_eq!(empty.buckets.len(), FIRST_BUCKETS);
     }
 
     #[test]

@@ -173,7 +173,9 @@ impl Encoder {
     /// backtracking limit); the GPT-2 scanner and the presets do not.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, Error> {
         let mut out = ids_buffer(text.len());
-        self.encode_with(text, &mut self.pooled_state(), &mut out)?;
+        let mut state = self.pooled_state();
+        state.expect_text(text.len());
+        self.encode_with(text, &mut state, &mut out)?;
         Ok(out)
     }
 
