@@ -358,16 +358,10 @@ mod tests {
             assert_eq!(heap_encode(piece), encode(piece), "{piece:?}");
             assert_eq!(radix_encode(piece), encode(piece), "{piece:?}");
         }
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
         for _ in 0..200 {
-            let piece: Vec<u8> = (0..(rng % 300) as usize + 1)
-                .map(|_| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    [b'a', b'b', b'x'][(rng % 3) as usize]
-                })
-                .collect();
+            let len = (rng.0 % 300) as usize + 1;
+            let piece: Vec<u8> = (0..len).map(|_| [b'a', b'b', b'x'][(rng.next() % 3) as usize]).collect();
             assert_eq!(radix_encode(&piece), heap_encode(&piece), "{piece:?}");
             if piece.len() > 1 {
                 assert_eq!(sweep_encode(&piece), heap_encode(&piece), "{piece:?}");

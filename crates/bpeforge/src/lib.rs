@@ -19,7 +19,8 @@
 //!   the one kept across calls and shared by threads;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
 //! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
-//! - `progress`, `error`: how work reports, stops and fails.
+//! - `progress`, `error`: how work reports, stops and fails;
+//! - `test_rng` (tests only): the seeded xorshift the tests draw random inputs from.
 
 pub mod append_file;
 pub mod bpe;
@@ -46,6 +47,8 @@ pub mod ranks;
 mod scan;
 pub mod shards;
 pub mod specials;
+#[cfg(test)]
+mod test_rng;
 pub mod token_index;
 pub mod train;
 mod unicode_tables;

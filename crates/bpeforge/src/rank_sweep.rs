@@ -366,17 +366,7 @@ mod tests {
     use super::*;
     use crate::bpe::{merge_heap, Scratch};
 
-    /// A seeded xorshift.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
+    use crate::test_rng::XorShift as Rng;
 
     /// The ids of `piece` by the sweep and by the heap path, which must agree;
     /// and by the sweep with its byte pairs queued in reverse and in a

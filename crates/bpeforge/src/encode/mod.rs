@@ -696,13 +696,8 @@ mod tests {
         assert!(vocab.can_cut_between(b'a', b'x') && vocab.can_cut_between(b'c', b'a'));
         assert!(!vocab.can_cut_between(b'a', b'b') && !vocab.can_cut_between(b'b', b'a'));
         let enc = Encoder::new(vocab.clone(), &[], Pattern::Gpt2).unwrap();
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::test_rng::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next();
         for round in 0..400 {
             // One word (one pre-token) of 16-2,000 letters, some of them repeats of earlier words' parts.
             let len = 16 + (next() % if round % 10 == 0 { 2000 } else { 200 }) as usize;

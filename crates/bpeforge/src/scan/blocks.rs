@@ -480,13 +480,8 @@ mod tests {
             ".\n", " .", "..", "\n  ", ".'s", "x.y", "\t.", "'RE", " \n", "\r", "-", "/", "//", "/\n", "\n/", "a/b",
             "HTTP", "Request", "XMLHttp", "aB", "ABc", "it's's", "IT'S", "'rE",
         ];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::test_rng::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next();
         (0..count).map(move |i| {
             // Mostly ASCII, so most windows take the block path; a quarter
             // ASCII and General Punctuation, which GPT-2's windows pass.
