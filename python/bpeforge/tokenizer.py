@@ -269,7 +269,9 @@ class Tokenizer:
         thread's own tables hold all it would, and filling it would slow the
         first call for nothing.
         `hits` counts the pre-tokens of 2 bytes or more that a cache answered,
-        `misses` those whose merges were applied.
+        `misses` those whose merges were applied; a long pre-token no table
+        holds is cut where no token holds the byte pair, and its parts count
+        as pre-tokens of their own.
         """
         return self._core.cache_info()
 
