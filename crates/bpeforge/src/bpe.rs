@@ -34,6 +34,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::min_tree::MinTree;
 use crate::rank_sweep::{merge_sweep, SweepScratch, SWEEP_MAX};
 use crate::vocab::{MergeRule, Vocabulary};
 
@@ -53,7 +54,9 @@ const NONE: u32 = u32::MAX;
 pub struct Scratch {
     parts: Vec<Part>,
     nodes: Vec<Node>,
+    starting_ids: Vec<u32>,
     heap: BinaryHeap<Reverse<u64>>,
+    tree: MinTree,
     radix: RadixHeap,
     sweep: SweepScratch,
 }
@@ -66,6 +69,7 @@ impl Scratch {
         self.parts.capacity() * size_of::<Part>()
             + self.nodes.capacity() * size_of::<Node>()
             + (self.heap.capacity() + radix) * size_of::<u64>()
+            + self.tree.bytes()
             + self.sweep.bytes()
     }
 }
@@ -169,9 +173,8 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
         0 => {}
         1 => out.push(vocab.byte_id(piece[0])),
         n if n <= FLAT_MAX => merge_flat(piece, vocab, &mut scratch.parts, out),
-        n if n <= SWEEP_MIN || !vocab.ranks_grow() => {
-            merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out)
-        }
+        n if n <= SWEEP_MIN => merge_tree(piece, vocab, scratch, out),
+        _ if !vocab.ranks_grow() => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out),
         n if n <= SWEEP_MAX => merge_sweep(piece, vocab, &mut scratch.sweep, out),
         _ => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.radix, out),
     }
@@ -289,6 +292,82 @@ fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Nod
         update(heap, nodes, at);
     }
     out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
+}
+
+/// The linked list on a tournament tree of `(rank, position)` keys, one leaf
+/// per part (`min_tree.rs`): each merge rewrites three leaves instead of
+/// pushing onto a heap and skipping stale entries.
+/// Pieces with characters of 2 or 3 bytes start with those the rule of
+/// `char_merges.rs` allows already merged.
+fn merge_tree(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    let Scratch { nodes, tree, starting_ids, .. } = scratch;
+    nodes.clear();
+    if piece.is_ascii() {
+        nodes.extend((0..piece.len()).map(|i| {
+            let rule = piece.get(i + 1).and_then(|&next| vocab.byte_pair_merge(piece[i], next));
+            node_at(i, vocab.byte_id(piece[i]), rule)
+        }));
+    } else {
+        starting_ids.clear();
+        vocab.char_merges().starting_ids(piece, vocab, starting_ids);
+        let ids = &starting_ids[..];
+        nodes.extend(
+            (0..ids.len()).map(|i| node_at(i, ids[i], ids.get(i + 1).and_then(|&next| vocab.merge(ids[i], next)))),
+        );
+    }
+    let n = nodes.len();
+    nodes[n - 1].next = NONE;
+    tree.refill(nodes.iter().enumerate().map(|(at, node)| tree_key(node.rank, at as u32)));
+    // The key of the merge of part `at` with the part after it.
+    let key_after = |nodes: &mut [Node], at: u32| {
+        let node = nodes[at as usize];
+        let rule = (node.next != NONE).then(|| vocab.merge(node.id, nodes[node.next as usize].id)).flatten();
+        let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
+        nodes[at as usize].merged = merged;
+        tree_key(rank, at)
+    };
+    loop {
+        let key = tree.min();
+        if key == u64::MAX {
+            break;
+        }
+        let at = key as u32;
+        let node = nodes[at as usize];
+        let right = nodes[node.next as usize];
+        nodes[at as usize].id = node.merged;
+        nodes[at as usize].next = right.next;
+        nodes[node.next as usize].id = NONE;
+        if right.next != NONE {
+            nodes[right.next as usize].prev = at;
+        }
+        tree.set(node.next as usize, u64::MAX);
+        if node.prev != NONE {
+            let key = key_after(nodes, node.prev);
+            tree.set(node.prev as usize, key);
+        }
+        let key = key_after(nodes, at);
+        tree.set(at as usize, key);
+    }
+    out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
+}
+
+/// Node `i` of a list being built: linked to `i - 1` and `i + 1` (the last
+/// one's `next` is set after).
+#[inline]
+fn node_at(i: usize, id: u32, rule: Option<MergeRule>) -> Node {
+    let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
+    let prev = if i == 0 { NONE } else { i as u32 - 1 };
+    Node { id, prev, next: i as u32 + 1, rank, merged }
+}
+
+/// `heap_key`, or "no key" (`u64::MAX`) when there is no merge.
+#[inline]
+fn tree_key(rank: u32, at: u32) -> u64 {
+    if rank == NONE {
+        u64::MAX
+    } else {
+        heap_key(rank, at)
+    }
 }
 
 #[cfg(test)]

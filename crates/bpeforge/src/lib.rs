@@ -25,6 +25,7 @@
 pub mod append_file;
 pub mod bpe;
 pub mod cache;
+pub mod char_merges;
 pub mod charclass;
 pub mod chunking;
 pub mod encode;
@@ -34,8 +35,10 @@ pub mod gpt2_files;
 pub mod huge_pages;
 pub mod input;
 pub mod long_pieces;
+mod min_tree;
 pub mod packed;
 pub mod packed_ids;
+mod pair_filter;
 pub mod pattern;
 pub mod piece_table;
 pub mod prefetch;

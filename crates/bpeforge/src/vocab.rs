@@ -4,7 +4,11 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use std::sync::OnceLock;
+
+use crate::char_merges::CharMerges;
 use crate::error::Error;
+use crate::pair_filter::PairFilter;
 use crate::token_index::TokenIndex;
 
 /// The merge of two adjacent tokens: its rank (lower merges first) and the id
@@ -25,6 +29,9 @@ pub struct Vocabulary {
     byte_ids: [u32; 256],
     /// Keyed by `left << 32 | right`: one word to hash instead of a tuple.
     merges: FxHashMap<u64, MergeRule>,
+    /// Answers "no merge" for most pairs without a merge before the map is
+    /// read (`pair_filter.rs`).
+    pair_filter: PairFilter,
     /// The merge of two single bytes, indexed by `first * 256 + second`: every
     /// pre-token starts as bytes, so its first round of lookups is an array
     /// read instead of a hash probe.
@@ -37,6 +44,8 @@ pub struct Vocabulary {
     /// Length in bytes of each token, by id (0 for skipped ids): the long-piece
     /// merge (`rank_sweep.rs`) steps from token to token with it.
     lens: Box<[u32]>,
+    /// Built on first use: see `char_merges`.
+    char_merges: OnceLock<CharMerges>,
 }
 
 impl Vocabulary {
@@ -53,10 +62,23 @@ impl Vocabulary {
         let byte_pair_merges = (0..256 * 256)
             .map(|pair: usize| merges.get(&pair_key(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
             .collect();
+        let pair_filter = PairFilter::new(merges.keys().copied());
+        debug_assert!(merges.keys().all(|&key| pair_filter.may_hold(key)), "the pair filter turns away a merge");
         let ranks_grow = ranks_grow(&merges);
         let pairs_in_tokens = pairs_in_tokens(&tokens);
         let lens = tokens.iter().map(|token| token.as_ref().map_or(0, |bytes| bytes.len() as u32)).collect();
-        Ok(Self { tokens, ids, byte_ids, merges, byte_pair_merges, ranks_grow, pairs_in_tokens, lens })
+        Ok(Self {
+            tokens,
+            ids,
+            byte_ids,
+            merges,
+            pair_filter,
+            byte_pair_merges,
+            ranks_grow,
+            pairs_in_tokens,
+            lens,
+            char_merges: OnceLock::new(),
+        })
     }
 
     /// The number of ids (one past the highest).
@@ -90,7 +112,11 @@ impl Vocabulary {
 
     #[inline]
     pub fn merge(&self, left: u32, right: u32) -> Option<MergeRule> {
-        self.merges.get(&pair_key(left, right)).copied()
+        let key = pair_key(left, right);
+        if !self.pair_filter.may_hold(key) {
+            return None;
+        }
+        self.merges.get(&key).copied()
     }
 
     /// Whether a pre-token may be cut between these two bytes, its parts
@@ -115,6 +141,17 @@ impl Vocabulary {
     /// Every `(id, bytes)`, in id order (skipped ids left out).
     pub fn tokens(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
         self.tokens.iter().enumerate().filter_map(|(id, token)| Some((id as u32, token.as_deref()?)))
+    }
+
+    /// Every merge as `(left, right, rule)`, in no particular order.
+    pub fn merges(&self) -> impl Iterator<Item = (u32, u32, MergeRule)> + '_ {
+        self.merges.iter().map(|(&key, &rule)| ((key >> 32) as u32, key as u32, rule))
+    }
+
+    /// Which characters a piece may start its merges from as tokens
+    /// (`char_merges.rs`); built the first time it is asked for.
+    pub fn char_merges(&self) -> &CharMerges {
+        self.char_merges.get_or_init(|| CharMerges::new(self))
     }
 
     /// The ids that merges make (each the lowest id of its bytes), in no particular order.
