@@ -172,7 +172,7 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
     match piece.len() {
         0 => {}
         1 => out.push(vocab.byte_id(piece[0])),
-        n if n <= FLAT_MAX => merge_flat(piece, vocab, &mut scratch.parts, out),
+        n if n <= FLAT_MAX => merge_flat(piece, vocab, scratch, out),
         n if n <= SWEEP_MIN => merge_tree(piece, vocab, scratch, out),
         _ if !vocab.ranks_grow() => merge_long(piece, vocab, &mut scratch.nodes, &mut scratch.heap, out),
         n if n <= SWEEP_MAX => merge_sweep(piece, vocab, &mut scratch.sweep, out),
@@ -180,8 +180,39 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
     }
 }
 
-fn part(vocab: &Vocabulary, id: u32, next: Option<u32>) -> Part {
-    part_with(id, next.and_then(|next| vocab.merge(id, next)))
+/// As `merge_tree`, pieces with characters of 2 or 3 bytes start with those
+/// `char_merges.rs` allows already merged.
+fn merge_flat(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    let Scratch { parts, starting_ids, .. } = scratch;
+    parts.clear();
+    if piece.is_ascii() {
+        parts.extend(piece.windows(2).map(|w| part_with(vocab.byte_id(w[0]), vocab.byte_pair_merge(w[0], w[1]))));
+        parts.push(part_with(vocab.byte_id(piece[piece.len() - 1]), None));
+        // English words: most pairs asked have a merge, so the pair filter
+        // would only add a read to each lookup.
+        merge_parts(parts, |left, right| vocab.merge_direct(left, right));
+    } else {
+        starting_ids.clear();
+        vocab.char_merges().starting_ids(piece, vocab, starting_ids);
+        parts.extend(starting_ids.windows(2).map(|w| part_with(w[0], vocab.merge(w[0], w[1]))));
+        parts.push(part_with(starting_ids[starting_ids.len() - 1], None));
+        merge_parts(parts, |left, right| vocab.merge(left, right));
+    }
+    out.extend(parts.iter().map(|p| p.id));
+}
+
+/// The flat scan's merges, looking pairs up with `merge`.
+#[inline(always)]
+fn merge_parts(parts: &mut Vec<Part>, merge: impl Fn(u32, u32) -> Option<MergeRule>) {
+    while let Some(i) = lowest_rank(parts) {
+        let merged = parts[i].merged;
+        parts.remove(i + 1);
+        let after = parts.get(i + 1).and_then(|next| merge(merged, next.id));
+        parts[i] = part_with(merged, after);
+        if i > 0 {
+            parts[i - 1] = part_with(parts[i - 1].id, merge(parts[i - 1].id, merged));
+        }
+    }
 }
 
 #[inline]
@@ -190,22 +221,6 @@ fn part_with(id: u32, rule: Option<MergeRule>) -> Part {
         Some(rule) => Part { id, rank: rule.rank, merged: rule.merged },
         None => Part { id, rank: NONE, merged: NONE },
     }
-}
-
-fn merge_flat(piece: &[u8], vocab: &Vocabulary, parts: &mut Vec<Part>, out: &mut Vec<u32>) {
-    parts.clear();
-    parts.extend(piece.windows(2).map(|w| part_with(vocab.byte_id(w[0]), vocab.byte_pair_merge(w[0], w[1]))));
-    parts.push(part_with(vocab.byte_id(piece[piece.len() - 1]), None));
-    while let Some(i) = lowest_rank(parts) {
-        let merged = parts[i].merged;
-        parts.remove(i + 1);
-        let next = parts.get(i + 1).map(|p| p.id);
-        parts[i] = part(vocab, merged, next);
-        if i > 0 {
-            parts[i - 1] = part(vocab, parts[i - 1].id, Some(merged));
-        }
-    }
-    out.extend(parts.iter().map(|p| p.id));
 }
 
 /// Position of the lowest-ranked merge, the leftmost of equals; `None` if no

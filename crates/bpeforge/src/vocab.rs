@@ -4,9 +4,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use std::sync::OnceLock;
-
-use crate::char_merges::CharMerges;
+use crate::char_merges::{junction_ranks, CharMerges};
 use crate::error::Error;
 use crate::pair_filter::PairFilter;
 use crate::token_index::TokenIndex;
@@ -44,8 +42,10 @@ pub struct Vocabulary {
     /// Length in bytes of each token, by id (0 for skipped ids): the long-piece
     /// merge (`rank_sweep.rs`) steps from token to token with it.
     lens: Box<[u32]>,
-    /// Built on first use: see `char_merges`.
-    char_merges: OnceLock<CharMerges>,
+    /// See `junction_rank`.
+    junction_ranks: Box<[u32]>,
+    /// See `char_merges`.
+    char_merges: CharMerges,
 }
 
 impl Vocabulary {
@@ -58,6 +58,7 @@ impl Vocabulary {
         let tokens = token_table(entries)?;
         let ids = TokenIndex::new(&tokens);
         let byte_ids = byte_table(&ids)?;
+        let junction_ranks = junction_ranks(merges);
         let merges = merge_table(&ids, merges)?;
         let byte_pair_merges = (0..256 * 256)
             .map(|pair: usize| merges.get(&pair_key(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
@@ -67,7 +68,7 @@ impl Vocabulary {
         let ranks_grow = ranks_grow(&merges);
         let pairs_in_tokens = pairs_in_tokens(&tokens);
         let lens = tokens.iter().map(|token| token.as_ref().map_or(0, |bytes| bytes.len() as u32)).collect();
-        Ok(Self {
+        let mut vocab = Self {
             tokens,
             ids,
             byte_ids,
@@ -77,8 +78,12 @@ impl Vocabulary {
             ranks_grow,
             pairs_in_tokens,
             lens,
-            char_merges: OnceLock::new(),
-        })
+            junction_ranks,
+            char_merges: CharMerges::default(),
+        };
+        // It merges each character's bytes with the tables above.
+        vocab.char_merges = CharMerges::new(&vocab);
+        Ok(vocab)
     }
 
     /// The number of ids (one past the highest).
@@ -110,13 +115,23 @@ impl Vocabulary {
         self.byte_ids[byte as usize]
     }
 
+    /// The merge of two adjacent tokens, if any. Asks the pair filter first:
+    /// for loops where most pairs asked have no merge (characters against the
+    /// next one's bytes, `char_merges.rs`).
     #[inline]
     pub fn merge(&self, left: u32, right: u32) -> Option<MergeRule> {
-        let key = pair_key(left, right);
-        if !self.pair_filter.may_hold(key) {
+        if !self.pair_filter.may_hold(pair_key(left, right)) {
             return None;
         }
-        self.merges.get(&key).copied()
+        self.merge_direct(left, right)
+    }
+
+    /// As `merge`, straight from the merge table: for loops where most pairs
+    /// asked have a merge (English words), to which the filter would only
+    /// add a read.
+    #[inline]
+    pub fn merge_direct(&self, left: u32, right: u32) -> Option<MergeRule> {
+        self.merges.get(&pair_key(left, right)).copied()
     }
 
     /// Whether a pre-token may be cut between these two bytes, its parts
@@ -148,10 +163,20 @@ impl Vocabulary {
         self.merges.iter().map(|(&key, &rule)| ((key >> 32) as u32, key as u32, rule))
     }
 
+    /// The lowest rank of a merge whose left token ends with byte `last` and
+    /// whose right token starts with byte `first` (`u32::MAX` if none): no
+    /// merge ranked below it can make a token across those two bytes
+    /// (`char_merges.rs`).
+    #[inline]
+    pub fn junction_rank(&self, last: u8, first: u8) -> u32 {
+        self.junction_ranks[(last as usize) << 8 | first as usize]
+    }
+
     /// Which characters a piece may start its merges from as tokens
-    /// (`char_merges.rs`); built the first time it is asked for.
+    /// (`char_merges.rs`).
+    #[inline]
     pub fn char_merges(&self) -> &CharMerges {
-        self.char_merges.get_or_init(|| CharMerges::new(self))
+        &self.char_merges
     }
 
     /// The ids that merges make (each the lowest id of its bytes), in no particular order.
