@@ -131,8 +131,11 @@ fn char_at(piece: &[u8], at: usize) -> (usize, u32) {
 /// The code point of `bytes` when they are exactly one character of 2 or 3
 /// bytes.
 fn single_char(bytes: &[u8]) -> Option<u32> {
+    if !(2..=3).contains(&bytes.len()) {
+        return None; // (and an empty token, which a vocabulary may hold, has no character)
+    }
     let (len, code) = char_at(bytes, 0);
-    (len > 1 && len == bytes.len()).then_some(code)
+    (len == bytes.len()).then_some(code)
 }
 
 /// The token `bytes` merge into on their own and the highest rank taken, if
@@ -240,6 +243,9 @@ mod tests {
     fn only_well_formed_two_and_three_byte_characters_are_characters() {
         assert_eq!(char_at("é".as_bytes(), 0), (2, 0xE9));
         assert_eq!(char_at("中".as_bytes(), 0), (3, 0x4E2D));
+        assert_eq!(single_char(b""), None);
+        assert_eq!(single_char("中".as_bytes()), Some(0x4E2D));
+        assert_eq!(single_char("中a".as_bytes()), None);
         for bad in [
             &b"\xC0\x80"[..],
             b"\xE0\x82\x80",
