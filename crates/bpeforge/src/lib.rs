@@ -12,6 +12,9 @@
 //! - `train`: counting and the merge loop;
 //! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
 //! - `rank_sweep`: `bpe`'s path for pre-tokens over 1 KiB (issue 12's worst cases: 1 MB of one letter);
+//! - `char_merges`: which characters a pre-token may start its merges from as tokens, provably unchanged ids;
+//! - `min_tree`: the tournament tree `bpe`'s merge loop takes the lowest rank from (pieces of 33-1024 bytes);
+//! - `pair_filter`: a Bloom filter that answers "no merge" for most pairs before the merge table;
 //! - `ranks`: the merges a tiktoken rank table implies;
 //! - `gpt2_files`, `rank_file`: GPT-2's `vocab.json` and `merges.txt`, and tiktoken's rank files, read
 //!   without Python;
