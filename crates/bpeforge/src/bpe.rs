@@ -266,24 +266,18 @@ pub(crate) fn merge_heap(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch
 }
 
 fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Node>, heap: &mut Q, out: &mut Vec<u32>) {
-    let n = piece.len();
     nodes.clear();
-    nodes.extend((0..n).map(|i| {
+    nodes.extend((0..piece.len()).map(|i| {
         let rule = piece.get(i + 1).and_then(|&next| vocab.byte_pair_merge(piece[i], next));
-        let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
-        let prev = if i == 0 { NONE } else { i as u32 - 1 };
-        let next = if i + 1 == n { NONE } else { i as u32 + 1 };
-        Node { id: vocab.byte_id(piece[i]), prev, next, rank, merged }
+        node_at(i, vocab.byte_id(piece[i]), rule)
     }));
+    nodes[piece.len() - 1].next = NONE;
     heap.refill(
         nodes.iter().enumerate().filter(|(_, node)| node.rank != NONE).map(|(at, node)| heap_key(node.rank, at as u32)),
     );
     // Look up the merge of part `at` with its next one, and queue it.
     let update = |heap: &mut Q, nodes: &mut [Node], at: u32| {
-        let node = nodes[at as usize];
-        let rule = (node.next != NONE).then(|| vocab.merge(node.id, nodes[node.next as usize].id)).flatten();
-        let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
-        (nodes[at as usize].rank, nodes[at as usize].merged) = (rank, merged);
+        let rank = refresh_merge(nodes, at, vocab);
         if rank != NONE {
             heap.push(heap_key(rank, at));
         }
@@ -294,13 +288,7 @@ fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Nod
         if node.id == NONE || node.rank != rank {
             continue; // stale: the pair at `at` changed since this entry was pushed
         }
-        let right = nodes[node.next as usize];
-        nodes[at as usize].id = node.merged;
-        nodes[at as usize].next = right.next;
-        nodes[node.next as usize].id = NONE;
-        if right.next != NONE {
-            nodes[right.next as usize].prev = at;
-        }
+        merge_with_next(nodes, at);
         if node.prev != NONE {
             update(heap, nodes, node.prev);
         }
@@ -309,10 +297,35 @@ fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Nod
     out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
 }
 
+/// Merge part `at` with the part after it (into its `merged`), unlinking
+/// that one; returns part `at` as it was.
+#[inline]
+fn merge_with_next(nodes: &mut [Node], at: u32) -> Node {
+    let node = nodes[at as usize];
+    let right = nodes[node.next as usize];
+    nodes[at as usize].id = node.merged;
+    nodes[at as usize].next = right.next;
+    nodes[node.next as usize].id = NONE;
+    if right.next != NONE {
+        nodes[right.next as usize].prev = at;
+    }
+    node
+}
+
+/// Look up the merge of part `at` with the part after it and keep it in the
+/// node; its rank (`NONE` if none).
+#[inline]
+fn refresh_merge(nodes: &mut [Node], at: u32, vocab: &Vocabulary) -> u32 {
+    let node = nodes[at as usize];
+    let rule = (node.next != NONE).then(|| vocab.merge(node.id, nodes[node.next as usize].id)).flatten();
+    let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
+    (nodes[at as usize].rank, nodes[at as usize].merged) = (rank, merged);
+    rank
+}
+
 /// The linked list on a tournament tree of `(rank, position)` keys, one leaf
 /// per part (`min_tree.rs`): each merge rewrites three leaves instead of
-/// pushing onto a heap and skipping stale entries.
-/// Pieces with characters of 2 or 3 bytes start with those the rule of
+/// pushing onto a heap and skipping stale entries. Pieces with characters of 2 or 3 bytes start with those the rule of
 /// `char_merges.rs` allows already merged.
 fn merge_tree(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) {
     let Scratch { nodes, tree, starting_ids, .. } = scratch;
@@ -333,35 +346,18 @@ fn merge_tree(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut
     let n = nodes.len();
     nodes[n - 1].next = NONE;
     tree.refill(nodes.iter().enumerate().map(|(at, node)| tree_key(node.rank, at as u32)));
-    // The key of the merge of part `at` with the part after it.
-    let key_after = |nodes: &mut [Node], at: u32| {
-        let node = nodes[at as usize];
-        let rule = (node.next != NONE).then(|| vocab.merge(node.id, nodes[node.next as usize].id)).flatten();
-        let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
-        nodes[at as usize].merged = merged;
-        tree_key(rank, at)
-    };
     loop {
         let key = tree.min();
         if key == u64::MAX {
             break;
         }
         let at = key as u32;
-        let node = nodes[at as usize];
-        let right = nodes[node.next as usize];
-        nodes[at as usize].id = node.merged;
-        nodes[at as usize].next = right.next;
-        nodes[node.next as usize].id = NONE;
-        if right.next != NONE {
-            nodes[right.next as usize].prev = at;
-        }
+        let node = merge_with_next(nodes, at);
         tree.set(node.next as usize, u64::MAX);
         if node.prev != NONE {
-            let key = key_after(nodes, node.prev);
-            tree.set(node.prev as usize, key);
+            tree.set(node.prev as usize, tree_key(refresh_merge(nodes, node.prev, vocab), node.prev));
         }
-        let key = key_after(nodes, at);
-        tree.set(at as usize, key);
+        tree.set(at as usize, tree_key(refresh_merge(nodes, at, vocab), at));
     }
     out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
 }
