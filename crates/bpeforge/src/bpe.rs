@@ -277,7 +277,8 @@ fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Nod
     );
     // Look up the merge of part `at` with its next one, and queue it.
     let update = |heap: &mut Q, nodes: &mut [Node], at: u32| {
-        let rank = refresh_merge(nodes, at, vocab);
+        let (rank, merged) = merge_after(nodes, at, vocab);
+        (nodes[at as usize].rank, nodes[at as usize].merged) = (rank, merged);
         if rank != NONE {
             heap.push(heap_key(rank, at));
         }
@@ -299,7 +300,7 @@ fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Nod
 
 /// Merge part `at` with the part after it (into its `merged`), unlinking
 /// that one; returns part `at` as it was.
-#[inline]
+#[inline(always)]
 fn merge_with_next(nodes: &mut [Node], at: u32) -> Node {
     let node = nodes[at as usize];
     let right = nodes[node.next as usize];
@@ -312,15 +313,13 @@ fn merge_with_next(nodes: &mut [Node], at: u32) -> Node {
     node
 }
 
-/// Look up the merge of part `at` with the part after it and keep it in the
-/// node; its rank (`NONE` if none).
-#[inline]
-fn refresh_merge(nodes: &mut [Node], at: u32, vocab: &Vocabulary) -> u32 {
+/// The merge of part `at` with the part after it: `(rank, merged)`, or
+/// `(NONE, NONE)` if there is none.
+#[inline(always)]
+fn merge_after(nodes: &[Node], at: u32, vocab: &Vocabulary) -> (u32, u32) {
     let node = nodes[at as usize];
     let rule = (node.next != NONE).then(|| vocab.merge(node.id, nodes[node.next as usize].id)).flatten();
-    let (rank, merged) = rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged));
-    (nodes[at as usize].rank, nodes[at as usize].merged) = (rank, merged);
-    rank
+    rule.map_or((NONE, NONE), |rule| (rule.rank, rule.merged))
 }
 
 /// The linked list on a tournament tree of `(rank, position)` keys, one leaf
@@ -346,6 +345,12 @@ fn merge_tree(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut
     let n = nodes.len();
     nodes[n - 1].next = NONE;
     tree.refill(nodes.iter().enumerate().map(|(at, node)| tree_key(node.rank, at as u32)));
+    // Look up the merge of part `at` with its next one, and set its leaf.
+    let update = |tree: &mut MinTree, nodes: &mut [Node], at: u32| {
+        let (rank, merged) = merge_after(nodes, at, vocab);
+        nodes[at as usize].merged = merged;
+        tree.set(at as usize, tree_key(rank, at));
+    };
     loop {
         let key = tree.min();
         if key == u64::MAX {
@@ -355,9 +360,9 @@ fn merge_tree(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut
         let node = merge_with_next(nodes, at);
         tree.set(node.next as usize, u64::MAX);
         if node.prev != NONE {
-            tree.set(node.prev as usize, tree_key(refresh_merge(nodes, node.prev, vocab), node.prev));
+            update(tree, nodes, node.prev);
         }
-        tree.set(at as usize, tree_key(refresh_merge(nodes, at, vocab), at));
+        update(tree, nodes, at);
     }
     out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
 }
