@@ -54,6 +54,7 @@ const NONE: u32 = u32::MAX;
 pub struct Scratch {
     parts: Vec<Part>,
     nodes: Vec<Node>,
+    /// The ids a non-ASCII piece starts from (`char_merges.rs`).
     starting_ids: Vec<u32>,
     heap: BinaryHeap<Reverse<u64>>,
     tree: MinTree,
@@ -68,6 +69,7 @@ impl Scratch {
         let radix: usize = self.radix.buckets.iter().map(Vec::capacity).sum();
         self.parts.capacity() * size_of::<Part>()
             + self.nodes.capacity() * size_of::<Node>()
+            + self.starting_ids.capacity() * size_of::<u32>()
             + (self.heap.capacity() + radix) * size_of::<u64>()
             + self.tree.bytes()
             + self.sweep.bytes()
