@@ -7,12 +7,18 @@
 //!   each part starts, scanned for the minimum; only the two neighbours of a
 //!   merge are looked up again. Quadratic in the piece, fastest when it is short.
 //! - longer pieces, up to `SWEEP_MIN` bytes (CJK clauses of 20-130 bytes are
-//!   GPT-2 pieces): a linked list and a binary heap of `(rank, position)`
-//!   with lazy invalidation, so no input is quadratic (tiktoken was, before
+//!   GPT-2 pieces): a linked list and a tournament tree of `(rank, position)`
+//!   (`min_tree.rs`, since the thirteenth session; a binary heap with lazy
+//!   invalidation before, which stays for vocabularies whose ranks do not
+//!   grow, past `SWEEP_MIN`), so no input is quadratic (tiktoken was, before
 //!   0.13). A radix heap took these until the tenth session: its 65 buckets
 //!   cleared and scanned per piece made the distinct pieces of 33-255 bytes
 //!   of 10 MB of multilingual text cost 1,457-1,516 ns each against
 //!   1,147-1,210 on the binary heap (a third of that corpus's first call).
+//!
+//! The flat scan and the tree start a piece with characters of 2 or 3 bytes
+//! from the ids `char_merges.rs` gives: each character the rule there allows
+//! as its token, the rest as bytes.
 //! - pieces over `SWEEP_MIN` bytes with growing ranks (a 1 MB run of one
 //!   letter is one piece): `rank_sweep.rs`, the ranks in order, each over a
 //!   bucket of positions, on one word per byte. On the radix heap the time of
