@@ -194,8 +194,7 @@ fn merge_flat(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut
     let Scratch { parts, starting_ids, .. } = scratch;
     parts.clear();
     if piece.is_ascii() {
-        parts.extend(piece.windows(2).map(|w| part_with(vocab.byte_id(w[0]), vocab.byte_pair_merge(w[0], w[1]))));
-        parts.push(part_with(vocab.byte_id(piece[piece.len() - 1]), None));
+        byte_parts(piece, vocab, parts);
         // English words: most pairs asked have a merge, so the pair filter
         // would only add a read to each lookup.
         merge_parts(parts, |left, right| vocab.merge_direct(left, right));
@@ -209,10 +208,32 @@ fn merge_flat(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut
     out.extend(parts.iter().map(|p| p.id));
 }
 
-/// The flat scan's merges, looking pairs up with `merge`.
+/// A character's bytes merged on their own, as the flat scan merges a piece:
+/// the token they become and the highest rank taken, if they become one
+/// (`char_merges.rs` builds its table with this).
+pub(crate) fn merge_into_one(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch) -> Option<(u32, u32)> {
+    let parts = &mut scratch.parts;
+    parts.clear();
+    byte_parts(piece, vocab, parts);
+    let highest_rank = merge_parts(parts, |left, right| vocab.merge(left, right));
+    (parts.len() == 1).then(|| (parts[0].id, highest_rank))
+}
+
+/// The parts a piece of 2 bytes or more starts as: its bytes, with the merge
+/// of each byte and the next.
+#[inline]
+fn byte_parts(piece: &[u8], vocab: &Vocabulary, parts: &mut Vec<Part>) {
+    parts.extend(piece.windows(2).map(|w| part_with(vocab.byte_id(w[0]), vocab.byte_pair_merge(w[0], w[1]))));
+    parts.push(part_with(vocab.byte_id(piece[piece.len() - 1]), None));
+}
+
+/// The flat scan's merges, looking pairs up with `merge`; the highest rank
+/// applied (0 if none).
 #[inline(always)]
-fn merge_parts(parts: &mut Vec<Part>, merge: impl Fn(u32, u32) -> Option<MergeRule>) {
+fn merge_parts(parts: &mut Vec<Part>, merge: impl Fn(u32, u32) -> Option<MergeRule>) -> u32 {
+    let mut highest_rank = 0;
     while let Some(i) = lowest_rank(parts) {
+        highest_rank = highest_rank.max(parts[i].rank);
         let merged = parts[i].merged;
         parts.remove(i + 1);
         let after = parts.get(i + 1).and_then(|next| merge(merged, next.id));
@@ -221,6 +242,7 @@ fn merge_parts(parts: &mut Vec<Part>, merge: impl Fn(u32, u32) -> Option<MergeRu
             parts[i - 1] = part_with(parts[i - 1].id, merge(parts[i - 1].id, merged));
         }
     }
+    highest_rank
 }
 
 #[inline]

@@ -29,6 +29,7 @@
 //! o200k (which took 2-7 ms as a lazy build inside the first call that met a
 //! non-ASCII piece: most English texts have a few, curly quotes).
 
+use crate::bpe::{merge_into_one, Scratch};
 use crate::vocab::Vocabulary;
 
 /// Code points below this have a table entry (the Basic Multilingual Plane:
@@ -42,12 +43,14 @@ pub struct CharMerges {
     /// their own into one token `T` through merges ranked at most `I`, else
     /// `NONE`.
     chars: Box<[u64]>,
+    /// `J` for every pair of bytes (`junction_ranks`).
+    junction: Box<[u32]>,
 }
 
 /// `J` for every pair of bytes: `junction[x << 8 | y]` is the lowest rank of
 /// a merge whose left token ends with byte `x` and whose right token starts
-/// with byte `y` (`u32::MAX` if none). Built with the vocabulary, from the
-/// merge list in rank order: one pass over it, where the same from the merge
+/// with byte `y` (`u32::MAX` if none). From the merge list as the vocabulary
+/// is given it, in rank order: one pass over it, where the same from the merge
 /// table's ids took 4 of the 7 ms of o200k's first non-ASCII piece.
 pub fn junction_ranks<B: AsRef<[u8]>>(merges: &[(B, B)]) -> Box<[u32]> {
     let mut junction = vec![u32::MAX; 256 * 256];
@@ -61,15 +64,17 @@ pub fn junction_ranks<B: AsRef<[u8]>>(merges: &[(B, B)]) -> Box<[u32]> {
 }
 
 impl CharMerges {
-    pub fn new(vocab: &Vocabulary) -> Self {
+    /// `junction` is `junction_ranks` of the vocabulary's merge list.
+    pub fn new(vocab: &Vocabulary, junction: Box<[u32]>) -> Self {
         let mut chars = vec![NONE; TABLE_CHARS];
+        let mut scratch = Scratch::default();
         for (_, bytes) in vocab.tokens() {
             let Some(code) = single_char(bytes) else { continue };
-            if let Some((token, highest_rank)) = merge_alone(bytes, vocab) {
+            if let Some((token, highest_rank)) = merge_into_one(bytes, vocab, &mut scratch) {
                 chars[code as usize] = (highest_rank as u64) << 32 | token as u64;
             }
         }
-        Self { chars: chars.into() }
+        Self { chars: chars.into(), junction }
     }
 
     /// Append to `out` the ids `piece` starts its merges from: its bytes'
@@ -80,7 +85,7 @@ impl CharMerges {
             let (len, code) = char_at(piece, at);
             if len > 1 {
                 let entry = self.chars[code as usize];
-                if entry != NONE && may_start_merged(piece, at, len, (entry >> 32) as u32, vocab) {
+                if entry != NONE && self.may_start_merged(piece, at, len, (entry >> 32) as u32) {
                     out.push(entry as u32);
                     at += len;
                     continue;
@@ -90,14 +95,19 @@ impl CharMerges {
             at += len;
         }
     }
-}
 
-/// The rule at both boundaries of the character `piece[at..at + len]`.
-#[inline]
-fn may_start_merged(piece: &[u8], at: usize, len: usize, highest_rank: u32, vocab: &Vocabulary) -> bool {
-    let end = at + len;
-    let before = at == 0 || highest_rank < vocab.junction_rank(piece[at - 1], piece[at]);
-    before && (end == piece.len() || highest_rank < vocab.junction_rank(piece[end - 1], piece[end]))
+    /// The rule at both boundaries of the character `piece[at..at + len]`.
+    #[inline]
+    fn may_start_merged(&self, piece: &[u8], at: usize, len: usize, highest_rank: u32) -> bool {
+        let end = at + len;
+        let before = at == 0 || highest_rank < self.junction_rank(piece[at - 1], piece[at]);
+        before && (end == piece.len() || highest_rank < self.junction_rank(piece[end - 1], piece[end]))
+    }
+
+    #[inline]
+    fn junction_rank(&self, last: u8, first: u8) -> u32 {
+        self.junction[(last as usize) << 8 | first as usize]
+    }
 }
 
 /// The length of the character at `piece[at]` and its code point, where it is
@@ -138,32 +148,10 @@ fn single_char(bytes: &[u8]) -> Option<u32> {
     (len == bytes.len()).then_some(code)
 }
 
-/// The token `bytes` merge into on their own and the highest rank taken, if
-/// they become one token.
-fn merge_alone(bytes: &[u8], vocab: &Vocabulary) -> Option<(u32, u32)> {
-    let mut parts = [0u32; 3];
-    let mut len = bytes.len();
-    for (part, &byte) in parts.iter_mut().zip(bytes) {
-        *part = vocab.byte_id(byte);
-    }
-    let mut highest_rank = 0;
-    while len > 1 {
-        let lowest = (0..len - 1)
-            .filter_map(|i| Some((vocab.merge(parts[i], parts[i + 1])?, i)))
-            .min_by_key(|(rule, _)| rule.rank);
-        let Some((rule, i)) = lowest else { break };
-        highest_rank = highest_rank.max(rule.rank);
-        parts[i] = rule.merged;
-        parts.copy_within(i + 2..len, i + 1);
-        len -= 1;
-    }
-    (len == 1).then_some((parts[0], highest_rank))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpe::{encode_piece, merge_heap, Scratch};
+    use crate::bpe::{encode_piece, merge_heap};
     use crate::test_rng::XorShift as Rng;
 
     /// Characters of 1, 2 and 3 bytes, two of them sharing a lead byte.
@@ -244,7 +232,8 @@ mod tests {
                     let (len, code) = char_at(&piece, at);
                     if len > 1 {
                         let entry = vocab.char_merges().chars[code as usize];
-                        match entry != NONE && may_start_merged(&piece, at, len, (entry >> 32) as u32, &vocab) {
+                        let rules = vocab.char_merges();
+                        match entry != NONE && rules.may_start_merged(&piece, at, len, (entry >> 32) as u32) {
                             true => chars_merged_ahead += 1,
                             false => chars_left_as_bytes += 1,
                         }

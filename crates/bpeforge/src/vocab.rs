@@ -42,8 +42,6 @@ pub struct Vocabulary {
     /// Length in bytes of each token, by id (0 for skipped ids): the long-piece
     /// merge (`rank_sweep.rs`) steps from token to token with it.
     lens: Box<[u32]>,
-    /// See `junction_rank`.
-    junction_ranks: Box<[u32]>,
     /// See `char_merges`.
     char_merges: CharMerges,
 }
@@ -78,11 +76,10 @@ impl Vocabulary {
             ranks_grow,
             pairs_in_tokens,
             lens,
-            junction_ranks,
             char_merges: CharMerges::default(),
         };
         // It merges each character's bytes with the tables above.
-        vocab.char_merges = CharMerges::new(&vocab);
+        vocab.char_merges = CharMerges::new(&vocab, junction_ranks);
         Ok(vocab)
     }
 
@@ -161,15 +158,6 @@ impl Vocabulary {
     /// Every merge as `(left, right, rule)`, in no particular order.
     pub fn merges(&self) -> impl Iterator<Item = (u32, u32, MergeRule)> + '_ {
         self.merges.iter().map(|(&key, &rule)| ((key >> 32) as u32, key as u32, rule))
-    }
-
-    /// The lowest rank of a merge whose left token ends with byte `last` and
-    /// whose right token starts with byte `first` (`u32::MAX` if none): no
-    /// merge ranked below it can make a token across those two bytes
-    /// (`char_merges.rs`).
-    #[inline]
-    pub fn junction_rank(&self, last: u8, first: u8) -> u32 {
-        self.junction_ranks[(last as usize) << 8 | first as usize]
     }
 
     /// Which characters a piece may start its merges from as tokens
