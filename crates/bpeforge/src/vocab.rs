@@ -155,11 +155,6 @@ impl Vocabulary {
         self.tokens.iter().enumerate().filter_map(|(id, token)| Some((id as u32, token.as_deref()?)))
     }
 
-    /// Every merge as `(left, right, rule)`, in no particular order.
-    pub fn merges(&self) -> impl Iterator<Item = (u32, u32, MergeRule)> + '_ {
-        self.merges.iter().map(|(&key, &rule)| ((key >> 32) as u32, key as u32, rule))
-    }
-
     /// Which characters a piece may start its merges from as tokens
     /// (`char_merges.rs`).
     #[inline]
