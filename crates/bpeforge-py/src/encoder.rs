@@ -228,9 +228,13 @@ impl PyEncoder {
         let built =
             py.detach(|| Vocabulary::new(vocab, &merges).and_then(|v| Encoder::new(v, &special_tokens, pattern)));
         let inner = built.map_err(to_py_err)?;
-        if cache_bytes != DEFAULT_CACHE_BYTES {
-            inner.set_cache_bytes(cache_bytes);
-        }
+        py.detach(|| {
+            if cache_bytes != DEFAULT_CACHE_BYTES {
+                inner.set_cache_bytes(cache_bytes);
+            }
+            // Here, when the tokenizer is built, so that no call waits for it.
+            inner.seed_tables();
+        });
         let ints = (0..inner.vocab().len() as u32)
             .map(|id| id.into_pyobject(py).map(Bound::unbind))
             .collect::<Result<_, _>>()?;
@@ -316,6 +320,7 @@ impl PyEncoder {
         dict.set_item("misses", info.misses)?;
         dict.set_item("thread_tables", info.thread_tables)?;
         dict.set_item("thread_table_bytes", info.thread_table_bytes)?;
+        dict.set_item("seeds", info.seeds)?;
         Ok(dict)
     }
 

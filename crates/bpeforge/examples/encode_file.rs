@@ -3,7 +3,9 @@
 //! a line with the vocab size, then `id hex` lines, then `lefthex righthex`
 //! merge lines (written from Python with `bpeforge.io`); RUNS (default 1)
 //! encodes the text that many times, the later runs with the cache warm, and prints the best
-//! (thread CPU time); CACHE_BYTES sets the shared cache's budget (0: none).
+//! (thread CPU time); CACHE_BYTES sets the shared cache's budget (0: none). The
+//! table is seeded first as the Python `Tokenizer`'s is; SEEDS=0 in the
+//! environment leaves it empty.
 
 use bpeforge::{Encoder, Pattern};
 
@@ -28,6 +30,12 @@ fn main() {
     let runs: usize = args.get(3).map_or(1, |n| n.parse().expect("runs"));
     if let Some(bytes) = args.get(4) {
         encoder.set_cache_bytes(bytes.parse().expect("cache bytes"));
+    }
+    // As the Python `Tokenizer` does when it is built (`Encoder::seed_tables`), unless SEEDS=0.
+    if std::env::var("SEEDS").as_deref() != Ok("0") {
+        let started = std::time::Instant::now();
+        encoder.seed_tables();
+        println!("seeds planted in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
     }
     let mut best = f64::INFINITY;
     for run in 0..runs {

@@ -246,6 +246,9 @@ pub struct CacheInfo {
     /// long id lists and `long_pieces::LONG_TABLE_BYTES` of long pieces).
     pub thread_tables: usize,
     pub thread_table_bytes: usize,
+    /// Seeds those tables hold (`seeds.rs`): the vocabulary's tokens planted
+    /// when the encoder was built, not yet found in a text nor given way.
+    pub seeds: usize,
 }
 
 /// The shared cache. All methods take `&self`; see the module comment.

@@ -20,6 +20,7 @@
 //!   without Python;
 //! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
 //!   the one kept across calls and shared by threads;
+//! - `seeds`: the vocabulary's tokens a thread's piece table starts with, so first calls merge less;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
 //! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
 //! - `progress`, `error`: how work reports, stops and fails;
@@ -51,6 +52,7 @@ pub mod rank_file;
 mod rank_sweep;
 pub mod ranks;
 mod scan;
+pub mod seeds;
 pub mod shards;
 pub mod specials;
 #[cfg(test)]

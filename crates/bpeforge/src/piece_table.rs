@@ -29,6 +29,14 @@
 //! passes `OVERFLOW_IDS_PER_SLOT` per slot the table starts over (rare: 1% of English pieces
 //! have more than 3 ids).
 //!
+//! Seeds (`plant`): entries put in before any text, a token's bytes -> the
+//! token (`seeds.rs`), so that a first call finds the pieces that are whole
+//! tokens without merging them. A seed only ever takes an empty way of its
+//! own bucket, and a piece of the text takes a seed's way before it spills,
+//! is stashed or evicts: seeds never crowd out what a text brought, and the
+//! table's bound stays the text's. They are not handed to the shared cache
+//! (`inline_entries`), which holds what was merged.
+//!
 //! Exact by construction: a pre-token's ids depend only on its bytes and the
 //! vocabulary, and one table serves one `Encoder`.
 
@@ -63,9 +71,24 @@ pub struct Entry {
     len: u32,
 }
 
+/// A seed's length (see `plant`): more than `INLINE_IDS`, so that the warm
+/// path (`Probe::get_inline`) passes seeds to `PieceTable::get` with no test
+/// of its own, and no piece's (it would need 4 G ids).
+const SEED_LEN: u32 = u32::MAX;
+
 impl Entry {
     fn new(ids: [u32; INLINE_IDS], len: usize) -> Self {
         Self { ids, len: len as u32 }
+    }
+
+    fn seed(id: u32) -> Self {
+        let mut ids = [0; INLINE_IDS];
+        ids[0] = id;
+        Self { ids, len: SEED_LEN }
+    }
+
+    fn is_seed(&self) -> bool {
+        self.len == SEED_LEN
     }
 
     /// How many ids the piece has.
@@ -190,15 +213,21 @@ impl PieceTable {
         Probe { buckets: &self.buckets, shift: self.shift }
     }
 
-    /// Append the ids of `key` to `out` if the table has them.
+    /// Append the ids of `key` to `out` if the table has them. A seed found
+    /// becomes a piece of the text (see the top).
     #[inline]
-    pub fn get(&self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
+    pub fn get(&mut self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
         if self.buckets.is_empty() {
             return false;
         }
         let Some(entry) = self.find(key, hash) else {
             return false;
         };
+        if entry.is_seed() {
+            out.push(entry.ids[0]);
+            self.promote(key, hash);
+            return true;
+        }
         let len = entry.id_count();
         if len == 1 {
             // Most pieces are one token: a push, not a variable-length copy.
@@ -218,6 +247,27 @@ impl PieceTable {
         let buckets = pieces.next_power_of_two().clamp(FIRST_BUCKETS, self.max_buckets);
         if buckets > self.buckets.len() {
             self.resize(buckets);
+        }
+    }
+
+    /// Put in `key` -> `id` as a seed (see the top), if its bucket has an
+    /// empty way: never grows the table (`reserve` first), never displaces.
+    pub fn plant(&mut self, key: u128, hash: u64, id: u32) {
+        debug_assert!(key != 0);
+        if !self.buckets.is_empty() {
+            self.place(Slot { key, entry: Entry::seed(id) }, hash);
+        }
+    }
+
+    /// Seeds it holds now (cleared or displaced ones gone).
+    pub fn seeds(&self) -> usize {
+        self.buckets.iter().flat_map(|bucket| &bucket.entries).filter(|entry| entry.is_seed()).count()
+    }
+
+    /// Grow now to the bound (see `EncodeState::plant`).
+    pub fn reserve_all(&mut self) {
+        if self.buckets.len() < self.max_buckets {
+            self.resize(self.max_buckets);
         }
     }
 
@@ -271,6 +321,18 @@ impl PieceTable {
         bit(&self.stashed, self.bucket_index(hash)).then(|| self.stash.get(&key).copied()).flatten()
     }
 
+    /// Make the seed `key` an entry like those the text brought: one id.
+    fn promote(&mut self, key: u128, hash: u64) {
+        let index = self.bucket_index(hash);
+        for index in [index, index ^ 1] {
+            let bucket = &mut self.buckets[index];
+            if let Some(way) = bucket.keys.iter().position(|&resident| resident == key) {
+                bucket.entries[way].len = 1;
+                return;
+            }
+        }
+    }
+
     fn has_spilled(&self, index: usize) -> bool {
         bit(&self.spilled, index)
     }
@@ -279,18 +341,25 @@ impl PieceTable {
     /// (the one beside is read only when its own is full).
     fn no_room(&self, key: u128, hash: u64) -> bool {
         let index = self.bucket_index(hash);
-        let [home, beside] = [index, index ^ 1].map(|index| &self.buckets[index].keys);
-        home.iter().chain(beside).all(|&resident| resident != 0 && resident != key)
+        let [home, beside] = [index, index ^ 1].map(|index| self.buckets[index].slots());
+        home.chain(beside).all(|resident| resident.key != 0 && resident.key != key && !resident.entry.is_seed())
     }
 
-    /// Put `slot` in an empty way of its bucket, else of the bucket beside
-    /// it (see `slots_of`), else in place of its bucket's last way.
+    /// Put `slot` in an empty way of its bucket, else in place of a seed
+    /// there, else in an empty way or a seed's of the bucket beside it (see
+    /// `slots_of`), else in the stash, else in place of its bucket's last way. A seed
+    /// takes an empty way of its bucket or nothing (see the top).
     fn place(&mut self, slot: Slot, hash: u64) {
         let home = self.bucket_index(hash);
         let free = |bucket: &Bucket| bucket.keys.iter().position(|&resident| resident == 0 || resident == slot.key);
+        let free_or_seed = |bucket: &Bucket| free(bucket).or_else(|| bucket.entries.iter().position(Entry::is_seed));
         let (index, way) = if let Some(way) = free(&self.buckets[home]) {
             (home, way)
-        } else if let Some(way) = free(&self.buckets[home ^ 1]) {
+        } else if slot.entry.is_seed() {
+            return;
+        } else if let Some(way) = free_or_seed(&self.buckets[home]) {
+            (home, way)
+        } else if let Some(way) = free_or_seed(&self.buckets[home ^ 1]) {
             set_bit(&mut self.spilled, home);
             (home ^ 1, way)
         } else if self.buckets.len() == self.max_buckets
@@ -332,7 +401,7 @@ impl PieceTable {
         }
     }
 
-    /// Every key whose ids are inline, with its ids.
+    /// Every key whose ids are inline, with its ids (no seed: see `SEED_LEN`).
     pub fn inline_entries(&self) -> impl Iterator<Item = (u128, &[u32])> {
         let slots = self.buckets.iter().flat_map(|bucket| bucket.keys.iter().zip(&bucket.entries));
         slots
@@ -486,6 +555,52 @@ mod tests {
         let mut empty = PieceTable::default();
         empty.reserve(0);
         assert_eq!(empty.buckets.len(), FIRST_BUCKETS);
+    }
+
+    #[test]
+    fn a_seed_is_found_off_the_warm_path_and_then_is_a_piece_like_any() {
+        let mut table = PieceTable::with_max_buckets(1 << 8);
+        table.reserve_all();
+        let (seed, hash) = (key(7), hash_packed(key(7)));
+        table.plant(seed, hash, 70);
+        assert_eq!(table.seeds(), 1);
+        assert!(table.probe().get_inline(seed, hash).is_none(), "the warm path passes seeds on");
+        assert_eq!(lookup(&mut table, 7), Some(vec![70]));
+        assert_eq!(table.seeds(), 0, "found once, it is the text's");
+        let entry = table.probe().get_inline(seed, hash).expect("now on the warm path");
+        assert_eq!((entry.id_count(), entry.ids[0]), (1, 70));
+        assert_eq!(table.inline_entries().count(), 1, "and handed to the shared cache");
+    }
+
+    #[test]
+    fn seeds_give_way_to_the_text_and_never_push_it_aside() {
+        // Two buckets: keys of bucket 0 only, one id each.
+        let mut table = PieceTable::with_max_buckets(2);
+        table.reserve_all();
+        let home_zero: Vec<u32> = (0..).filter(|&i| hash_packed(key(i)) >> 63 == 0).take(6).collect();
+        let plant = |table: &mut PieceTable, i: u32| table.plant(key(i), hash_packed(key(i)), i);
+        let one_id = |table: &mut PieceTable, i: u32| table.insert(key(i), hash_packed(key(i)), &[i]);
+        for &i in &home_zero[..3] {
+            plant(&mut table, i);
+        }
+        assert_eq!(table.seeds(), 2, "a seed takes an empty way of its bucket or nothing");
+        assert!(table.inline_entries().next().is_none(), "seeds are not handed to the shared cache");
+        // The text's pieces take the seeds' ways of their own bucket: none
+        // spills beside while a seed is there to give way.
+        one_id(&mut table, home_zero[3]);
+        one_id(&mut table, home_zero[4]);
+        assert_eq!(table.seeds(), 0);
+        assert!(!table.has_spilled(0));
+        for &i in &home_zero[3..5] {
+            assert_eq!(table.probe().get_inline(key(i), hash_packed(key(i))).map(|e| e.ids[0]), Some(i));
+        }
+        // The seeds that gave way are gone, not wrong.
+        for &i in &home_zero[..3] {
+            assert_eq!(lookup(&mut table, i), None);
+        }
+        // A seed never takes a way that holds a piece.
+        plant(&mut table, home_zero[5]);
+        assert_eq!(lookup(&mut table, home_zero[5]), None);
     }
 
     #[test]

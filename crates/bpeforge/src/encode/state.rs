@@ -9,8 +9,9 @@ use super::batch::PieceBatch;
 use crate::bpe::Scratch;
 use crate::cache::{NewEntry, SharedCache};
 use crate::long_pieces::LongPieceTable;
-use crate::packed::hash_packed;
+use crate::packed::{hash_packed, pack};
 use crate::piece_table::PieceTable;
+use crate::vocab::Vocabulary;
 
 /// What encoding keeps between calls on one thread: buffers, the thread's own
 /// cache and a handle on the encoder's shared one. Ids depend only on the
@@ -68,6 +69,19 @@ impl EncodeState {
     pub fn expect_text(&mut self, text_bytes: usize) {
         if text_bytes >= EXPECT_MIN_BYTES {
             self.table.reserve(text_bytes / BYTES_PER_NEW_PIECE);
+        }
+    }
+
+    /// Plant `seeds` (`seeds.rs`) in its table, grown to its bound first:
+    /// grown only to hold them (4 MiB for GPT-2's), a first call of 10 MB
+    /// grew it and placed them again on its own clock, 287 against 308 MB/s
+    /// (`examples/encode_file`, GPT-2, Gutenberg, medians of six).
+    pub(super) fn plant(&mut self, vocab: &Vocabulary, seeds: &[u32]) {
+        self.table.reserve_all();
+        for &id in seeds {
+            let token = vocab.token(id).expect("a seed is a token");
+            let key = pack(token).expect("a seed packs");
+            self.table.plant(key, hash_packed(key), id);
         }
     }
 
