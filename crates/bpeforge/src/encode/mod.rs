@@ -22,7 +22,7 @@ mod state;
 
 use std::ops::DerefMut;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use rayon::prelude::*;
 
@@ -453,11 +453,20 @@ impl Encoder {
     where
         T: AsRef<str> + Sync,
         R: Send,
-        S: DerefMut<Target = EncodeState>,
+        S: DerefMut<Target = EncodeState> + Send,
     {
+        // One state a pool thread for the whole call. `map_init` made one a
+        // rayon job, and work stealing splits a batch into more jobs than
+        // threads: the later ones started from other states or none.
+        let threads = rayon::current_num_threads();
+        let states: Vec<Mutex<Option<S>>> = (0..threads).map(|_| Mutex::new(None)).collect();
         texts
             .par_iter()
-            .map_init(new_state, |state, text| {
+            .map(|text| {
+                let thread = rayon::current_thread_index().map_or(0, |index| index % threads);
+                // Only this thread takes this lock: never waited on.
+                let mut slot = states[thread].lock().unwrap_or_else(PoisonError::into_inner);
+                let state = slot.get_or_insert_with(&new_state);
                 let text = text.as_ref();
                 let mut ids = ids_buffer(text.len());
                 self.encode_allowing(text, allowed, state, &mut ids)?;
