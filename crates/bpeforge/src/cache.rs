@@ -16,6 +16,10 @@
 //! that much. A piece seen once leaves before the frequent ones, and a
 //! frequent piece that stops being used ages out.
 //!
+//! Pieces a slot cannot hold (more than 15 bytes, or more than `MAX_IDS`
+//! ids) go to a second level keyed by their bytes (`shared_long.rs`), an
+//! eighth of the budget.
+//!
 //! Exact by construction: a pre-token's ids depend only on its bytes and the
 //! vocabulary, and one cache belongs to one `Encoder`.
 
@@ -24,6 +28,7 @@ use std::sync::Mutex;
 
 use crate::packed::hash_packed;
 use crate::prefetch::prefetch;
+use crate::shared_long::SharedLongPieces;
 
 /// Default budget: 64 MiB holds 2 Mi pre-tokens of up to 15 bytes. The
 /// distinct short pre-tokens of 10 MB of English are 74 K (2.3 MiB), of
@@ -41,6 +46,9 @@ const MAX_SHARDS: usize = 64;
 /// Buckets a shard starts with (4 KiB).
 const FIRST_BUCKETS: usize = 16;
 const FREQ_MAX: u32 = 3;
+/// Budgets below this keep no second level (`shared_long.rs`): its entries
+/// are tens to hundreds of bytes.
+const LONG_LEVEL_MIN: usize = 64 << 10;
 
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
@@ -254,6 +262,8 @@ pub struct CacheInfo {
 /// The shared cache. All methods take `&self`; see the module comment.
 pub struct SharedCache {
     shards: Box<[Padded]>,
+    /// Pieces the slots cannot hold (`shared_long.rs`).
+    long: SharedLongPieces,
     shard_shift: u32,
     capacity: usize,
     /// Entries ever added (`insert_all` counts them; a hint, see `added`).
@@ -272,14 +282,18 @@ impl SharedCache {
     /// A cache of at most `bytes` of tables; under one bucket (256 bytes) is
     /// no cache at all (`is_enabled` is false).
     pub fn new(bytes: usize) -> Self {
-        let buckets = bytes / BUCKET_BYTES;
+        // An eighth of a budget of at least `LONG_LEVEL_MIN` for the second level.
+        let long_bytes = if bytes >= LONG_LEVEL_MIN { bytes / 8 } else { 0 };
+        let long = SharedLongPieces::new(long_bytes);
+        let bytes_of_slots = bytes - long_bytes;
+        let buckets = bytes_of_slots / BUCKET_BYTES;
         let shards = if buckets == 0 { 0 } else { MAX_SHARDS.min(1 << buckets.ilog2()) };
         let per_shard = buckets.checked_div(shards).unwrap_or(0);
         let shards: Box<[Padded]> =
             (0..shards).map(|_| Padded(Mutex::new(Shard { max_buckets: per_shard, ..Shard::default() }))).collect();
         let shard_shift = 64 - shards.len().max(1).ilog2();
         let (hits, misses, added) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
-        Self { shards, shard_shift, capacity: bytes, added, hits, misses }
+        Self { shards, long, shard_shift, capacity: bytes, added, hits, misses }
     }
 
     pub fn is_enabled(&self) -> bool {
@@ -359,6 +373,20 @@ impl SharedCache {
         self.added.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Append the ids of `piece` to `out` if the second level holds it (a
+    /// piece of more than 15 bytes, or of more than `MAX_IDS` ids); `hash` is
+    /// `hash_packed` of its key or `hash_long` of its bytes.
+    pub fn get_long(&self, piece: &[u8], hash: u64, out: &mut Vec<u32>) -> bool {
+        self.long.get(piece, mix(hash), out)
+    }
+
+    /// Remember what `get_long` would return; 1 if added (0: the budget was spent).
+    pub fn insert_long(&self, piece: &[u8], hash: u64, ids: &[u32]) -> u64 {
+        let added = self.long.insert(piece, mix(hash), ids) as u64;
+        self.added.fetch_add(added, Ordering::Relaxed);
+        added
+    }
+
     /// Add a thread's counts (kept locally while encoding, so that the hot
     /// path writes no shared counter).
     pub fn record(&self, hits: u64, misses: u64) {
@@ -382,6 +410,8 @@ impl SharedCache {
             info.entries += shard.entries;
             info.bytes += shard.table.len() * SLOT_BYTES;
         }
+        let (entries, bytes) = self.long.usage();
+        (info.entries, info.bytes) = (info.entries + entries, info.bytes + bytes);
         info
     }
 }

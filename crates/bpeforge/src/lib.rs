@@ -18,8 +18,8 @@
 //! - `ranks`: the merges a tiktoken rank table implies;
 //! - `gpt2_files`, `rank_file`: GPT-2's `vocab.json` and `merges.txt`, and tiktoken's rank files, read
 //!   without Python;
-//! - `piece_table`, `cache`: the encoder's piece caches: a thread's own, and
-//!   the one kept across calls and shared by threads;
+//! - `piece_table`, `cache`, `shared_long`: the encoder's piece caches: a thread's own, and
+//!   the one kept across calls and shared by threads (and its level for long pieces);
 //! - `seeds`: the vocabulary's tokens a thread's piece table starts with, so first calls merge less;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
 //! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
@@ -54,6 +54,7 @@ pub mod ranks;
 mod scan;
 pub mod seeds;
 pub mod shards;
+mod shared_long;
 pub mod specials;
 #[cfg(test)]
 mod test_rng;

@@ -352,7 +352,7 @@ impl Encoder {
         let start = out.len();
         let shared = state.shared.as_ref().map(|(_, shared)| &**shared).filter(|shared| shared.is_enabled());
         if let Some(shared) = shared.filter(|_| !state.skip_shared_lookups) {
-            if shared.get(key, hash, out) {
+            if shared.get(key, hash, out) || shared.get_long(bytes, hash, out) {
                 state.hits += 1;
                 state.table.insert(key, hash, &out[start..]);
                 return;
@@ -362,8 +362,12 @@ impl Encoder {
         encode_piece(bytes, &self.vocab, &mut state.scratch, out);
         if let Some(shared) = shared.filter(|_| state.publish) {
             // Added in groups (`SharedCache::insert_all`), at the end of the
-            // call or when this many wait.
-            state.new_entries.extend(NewEntry::new(key, hash, &out[start..]));
+            // call or when this many wait; more ids than a slot holds go to
+            // the second level at once.
+            match NewEntry::new(key, hash, &out[start..]) {
+                Some(entry) => state.new_entries.push(entry),
+                None => state.added_here += shared.insert_long(bytes, hash, &out[start..]),
+            }
             if state.new_entries.len() >= NEW_ENTRIES_MAX {
                 state.added_here += shared.insert_all(&mut state.new_entries);
             }
@@ -379,9 +383,20 @@ impl Encoder {
             state.hits += 1;
             return;
         }
-        state.misses += 1;
         let start = out.len();
+        let shared = state.shared.clone().map(|(_, shared)| shared).filter(|shared| shared.is_enabled());
+        if let Some(shared) = shared.as_ref().filter(|_| !state.skip_shared_lookups) {
+            if shared.get_long(bytes, hash, out) {
+                state.hits += 1;
+                state.long.insert(bytes, hash, &out[start..]);
+                return;
+            }
+        }
+        state.misses += 1;
         self.encode_in_parts(bytes, state, out);
+        if let Some(shared) = shared.filter(|_| state.publish) {
+            state.added_here += shared.insert_long(bytes, hash, &out[start..]);
+        }
         state.long.insert(bytes, hash, &out[start..]);
     }
 
@@ -694,6 +709,32 @@ mod tests {
         enc.encode_with(&text, &mut EncodeState::lookup_only(), &mut ids).unwrap();
         assert_eq!(ids, expected);
         assert_eq!(enc.cache_info().entries, 0);
+    }
+
+    /// Pieces a shared slot cannot hold, long ones (over 15 bytes) and short
+    /// ones of more than `MAX_IDS` ids, merged by one worker are found by the
+    /// next through the second level (`shared_long.rs`), with the same ids.
+    #[test]
+    fn long_pieces_and_many_id_pieces_are_shared_between_workers() {
+        let enc = encoder();
+        // Distinct words: `i` in letters (digits would be pieces of their own).
+        let letters = |i: usize| format!("{}{}", (b'a' + (i % 26) as u8) as char, (b'a' + (i / 26 % 26) as u8) as char);
+        let text: String =
+            (0..600).map(|i| format!(" abcdefghijklmnop{} xyzw{} tt", letters(i), letters(i % 50))).collect();
+        enc.set_cache_bytes(0);
+        let expected = enc.encode(&text).unwrap();
+        enc.set_cache_bytes(DEFAULT_CACHE_BYTES);
+        drop((enc.pooled_state(), enc.pooled_state()));
+        let fresh = || {
+            let mut ids = Vec::new();
+            enc.encode_with(&text, &mut EncodeState::default(), &mut ids).unwrap();
+            ids
+        };
+        assert_eq!(fresh(), expected);
+        let first = enc.cache_info();
+        assert!(first.misses > 600, "{first:?}");
+        assert_eq!(fresh(), expected, "a second worker, from the shared cache");
+        assert_eq!(enc.cache_info().misses, first.misses, "the second worker merged what the first had shared");
     }
 
     #[test]
