@@ -5,7 +5,8 @@
 //! encodes the text that many times, the later runs with the cache warm, and prints the best
 //! (thread CPU time); CACHE_BYTES sets the shared cache's budget (0: none). The
 //! table is seeded first as the Python `Tokenizer`'s is; SEEDS=0 in the
-//! environment leaves it empty.
+//! environment leaves it empty. PATTERN names the pre-tokenizer (default
+//! gpt2); `<|endoftext|>` is a special token when the vocabulary has it.
 
 use bpeforge::{Encoder, Pattern};
 
@@ -25,7 +26,10 @@ fn cpu_seconds() -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let vocab = tables::read_vocabulary(&args[1]);
-    let encoder = Encoder::new(vocab, &["<|endoftext|>".to_string()], Pattern::Gpt2).expect("encoder");
+    let pattern = Pattern::new(&std::env::var("PATTERN").unwrap_or_else(|_| "gpt2".into())).expect("PATTERN");
+    let specials: Vec<String> =
+        ["<|endoftext|>"].iter().filter(|token| vocab.id(token.as_bytes()).is_some()).map(|t| t.to_string()).collect();
+    let encoder = Encoder::new(vocab, &specials, pattern).expect("encoder");
     let text = std::fs::read_to_string(&args[2]).expect("text file");
     let runs: usize = args.get(3).map_or(1, |n| n.parse().expect("runs"));
     if let Some(bytes) = args.get(4) {

@@ -26,29 +26,53 @@ use crate::vocab::Vocabulary;
 /// The most seeds: the tokens of lowest id (rank) that qualify, as many as
 /// a table holds (`piece_table::MAX_BUCKETS`, two ways). Each costs a BPE
 /// when the encoder is built (GPT-2's 49.6 K: 12 ms; o200k's 193 K: 62 ms,
-/// one core), and pays: with o200k's first 64 K only, the first call on 10
-/// MB of 20news took 79 ms (median of five), with all 193 K 64 ms, with none
-/// 84 ms. One core and no thread pool: rayon's threads made GPT-2's 17.6
-/// ms on a pinned core against 12 in a loop.
+/// on one core; spread over the cores there are), and pays: with o200k's
+/// first 64 K only, the first call on 10 MB of 20news took 79 ms (median of
+/// five), with all 193 K 64 ms, with none 84 ms.
 pub const SEEDS_MAX: usize = crate::piece_table::MAX_BUCKETS * 2;
 
 /// The seeds of `vocab` under `pattern` (see the top): at most `max` ids,
 /// lowest first.
 pub fn vocabulary_seeds(vocab: &Vocabulary, pattern: &Pattern, max: usize) -> Vec<u32> {
-    let (mut scratch, mut ids) = (Scratch::default(), Vec::new());
-    let mut encodes_to_itself = |id: u32, token: &[u8]| {
-        ids.clear();
-        encode_piece(token, vocab, &mut scratch, &mut ids);
-        ids[..] == [id]
-    };
-    vocab
-        .tokens()
-        .filter(|(_, token)| pack(token).is_some() && token.len() >= 2 && is_one_piece(token, pattern))
-        .take(max)
-        .filter(|&(id, token)| encodes_to_itself(id, token))
-        .map(|(id, _)| id)
-        .collect()
+    let tokens: Vec<(u32, &[u8])> = vocab.tokens().collect();
+    let candidates: Vec<(u32, &[u8])> = in_parallel(&tokens, |chunk| {
+        let fits = |token: &[u8]| pack(token).is_some() && token.len() >= 2;
+        chunk.iter().copied().filter(|&(_, token)| fits(token) && is_one_piece(token, pattern)).collect()
+    });
+    let candidates = &candidates[..candidates.len().min(max)];
+    in_parallel(candidates, |chunk| {
+        let (mut scratch, mut ids) = (Scratch::default(), Vec::new());
+        let mut encodes_to_itself = |id: u32, token: &[u8]| {
+            ids.clear();
+            encode_piece(token, vocab, &mut scratch, &mut ids);
+            ids[..] == [id]
+        };
+        chunk.iter().filter(|&&(id, token)| encodes_to_itself(id, token)).map(|&(id, _)| id).collect()
+    })
 }
+
+/// `work` on consecutive chunks of `items`, one a core (at most
+/// `MAX_THREADS`), the results concatenated in order. Plain scoped threads,
+/// not rayon's pool: the pool's start cost more than the work on one core.
+fn in_parallel<T: Sync, R: Send>(items: &[T], work: impl Fn(&[T]) -> Vec<R> + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(MAX_THREADS).min(items.len() / MIN_ITEMS_A_THREAD).max(1);
+    if threads == 1 {
+        return work(items);
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            items.chunks(items.len().div_ceil(threads)).map(|chunk| scope.spawn(move || work(chunk))).collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
+}
+
+const MAX_THREADS: usize = 8;
+const MIN_ITEMS_A_THREAD: usize = 4096;
 
 /// Whether `token` is valid UTF-8 that `pattern` leaves in one pre-token.
 fn is_one_piece(token: &[u8], pattern: &Pattern) -> bool {
@@ -62,6 +86,14 @@ fn is_one_piece(token: &[u8], pattern: &Pattern) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_in_parallel_keeps_the_order() {
+        let items: Vec<u32> = (0..100_000).collect();
+        let odd_squares = |chunk: &[u32]| chunk.iter().filter(|&&i| i % 2 == 1).map(|&i| i as u64 * i as u64).collect();
+        assert_eq!(in_parallel(&items, odd_squares), odd_squares(&items));
+        assert_eq!(in_parallel(&items[..10], odd_squares), [1, 9, 25, 49, 81]);
+    }
 
     /// Bytes, then "ab", "abc" and "cab" by merges; "ab c" is two pieces and
     /// "ca" + "b" merges to "cab" only if no lower merge takes "ab" first,
