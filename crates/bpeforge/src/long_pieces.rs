@@ -127,6 +127,12 @@ impl LongPieceTable {
         }
     }
 
+    /// Every piece held, with its hash and ids.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], u64, &[u32])> {
+        let held = self.slots.iter().filter(|slot| slot.key_len != 0);
+        held.map(|&slot| (self.key(slot), slot.hash, &self.ids[slot.ids_at as usize..][..slot.ids_len as usize]))
+    }
+
     fn key(&self, slot: Slot) -> &[u8] {
         &self.keys[slot.key_at as usize..][..slot.key_len as usize]
     }

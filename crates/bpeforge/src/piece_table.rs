@@ -401,6 +401,18 @@ impl PieceTable {
         }
     }
 
+    /// Every key whose ids overflow (more than `INLINE_IDS`), with its ids.
+    pub fn overflow_entries(&self) -> impl Iterator<Item = (u128, &[u32])> {
+        let slots = self.buckets.iter().flat_map(|bucket| bucket.keys.iter().zip(&bucket.entries));
+        slots
+            .chain(&self.stash)
+            .filter(|(&key, entry)| key != 0 && !entry.is_seed() && entry.id_count() > INLINE_IDS)
+            .map(|(&key, entry)| {
+                let start = entry.ids[0] as usize;
+                (key, &self.overflow[start..start + entry.id_count()])
+            })
+    }
+
     /// Every key whose ids are inline, with its ids (no seed: see `SEED_LEN`).
     pub fn inline_entries(&self) -> impl Iterator<Item = (u128, &[u32])> {
         let slots = self.buckets.iter().flat_map(|bucket| bucket.keys.iter().zip(&bucket.entries));

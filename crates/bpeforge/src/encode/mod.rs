@@ -735,6 +735,17 @@ mod tests {
         assert!(first.misses > 600, "{first:?}");
         assert_eq!(fresh(), expected, "a second worker, from the shared cache");
         assert_eq!(enc.cache_info().misses, first.misses, "the second worker merged what the first had shared");
+        // A thread alone adds nothing to the shared cache; its kept table
+        // adds all of it, these pieces too, once a second state comes.
+        let enc = encoder();
+        assert_eq!(enc.encode(&text).unwrap(), expected);
+        let alone = enc.cache_info();
+        assert_eq!(alone.entries, 0, "{alone:?}");
+        drop(enc.lookup_only_state());
+        let mut ids = Vec::new();
+        enc.encode_with(&text, &mut EncodeState::default(), &mut ids).unwrap();
+        assert_eq!(ids, expected);
+        assert_eq!(enc.cache_info().misses, alone.misses, "merged again what the kept table held");
     }
 
     #[test]

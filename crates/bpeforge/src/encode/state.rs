@@ -9,7 +9,7 @@ use super::batch::PieceBatch;
 use crate::bpe::Scratch;
 use crate::cache::{NewEntry, SharedCache};
 use crate::long_pieces::LongPieceTable;
-use crate::packed::{hash_packed, pack};
+use crate::packed::{hash_packed, pack, unpack};
 use crate::piece_table::PieceTable;
 use crate::vocab::Vocabulary;
 
@@ -120,6 +120,14 @@ impl EncodeState {
         self.new_entries
             .extend(self.table.inline_entries().filter_map(|(key, ids)| NewEntry::new(key, hash_packed(key), ids)));
         self.added_here += shared.insert_all(&mut self.new_entries);
+        // And to the second level, what a slot cannot hold (`shared_long.rs`).
+        for (key, ids) in self.table.overflow_entries() {
+            let (bytes, len) = unpack(&key);
+            self.added_here += shared.insert_long(&bytes[..len], hash_packed(key), ids);
+        }
+        for (piece, hash, ids) in self.long.entries() {
+            self.added_here += shared.insert_long(piece, hash, ids);
+        }
         self.unpublished = false;
     }
 
