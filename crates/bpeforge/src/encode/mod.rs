@@ -384,7 +384,11 @@ impl Encoder {
             return;
         }
         let start = out.len();
-        let shared = state.shared.clone().map(|(_, shared)| shared).filter(|shared| shared.is_enabled());
+        // Cloned (the merges below borrow the state) only when it is used:
+        // a first call on one thread neither asks nor fills it.
+        let sharing = state.publish || !state.skip_shared_lookups;
+        let shared = state.shared.as_ref().filter(|_| sharing).map(|(_, shared)| Arc::clone(shared));
+        let shared = shared.filter(|shared| shared.is_enabled());
         if let Some(shared) = shared.as_ref().filter(|_| !state.skip_shared_lookups) {
             if shared.get_long(bytes, hash, out) {
                 state.hits += 1;
@@ -470,9 +474,10 @@ impl Encoder {
         R: Send,
         S: DerefMut<Target = EncodeState> + Send,
     {
-        // One state a pool thread for the whole call. `map_init` made one a
-        // rayon job, and work stealing splits a batch into more jobs than
-        // threads: the later ones started from other states or none.
+        // One state a pool thread for the whole call. `map_init` took one
+        // from the pool for each rayon job (a batch splits into more jobs
+        // than threads) and gave it back after, so threads swapped states
+        // mid-call.
         let threads = rayon::current_num_threads();
         let states: Vec<Mutex<Option<S>>> = (0..threads).map(|_| Mutex::new(None)).collect();
         texts
