@@ -83,6 +83,20 @@ fn is_one_piece(token: &[u8], pattern: &Pattern) -> bool {
     pattern.for_each_piece(text, |_| pieces += 1).is_ok() && pieces == 1
 }
 
+/// Bytes, then (ids 256-262) "ab", "ca", "cab" = "ca" + "b", "abc", " c",
+/// " cab" and "b c", each made by a merge in that order. "cab" is a token
+/// that BPE never makes: "a b" is the lowest merge, so its bytes encode as
+/// "c" "ab". For the tests of the seeds and of the encoder seeded with them.
+#[cfg(test)]
+pub(crate) fn vocabulary_with_a_token_bpe_never_makes() -> Vocabulary {
+    let tokens = ["ab", "ca", "cab", "abc", " c", " cab", "b c"];
+    let merges = [("a", "b"), ("c", "a"), ("ca", "b"), ("ab", "c"), (" ", "c"), (" c", "ab"), ("b", " c")];
+    let bytes = (0..=255u8).map(|b| vec![b]);
+    let entries = bytes.chain(tokens.iter().map(|token| token.as_bytes().to_vec())).enumerate();
+    let merges: Vec<(&[u8], &[u8])> = merges.iter().map(|(left, right)| (left.as_bytes(), right.as_bytes())).collect();
+    Vocabulary::new(entries.map(|(id, token)| (id as u32, token)).collect(), &merges).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,23 +109,12 @@ mod tests {
         assert_eq!(in_parallel(&items[..10], odd_squares), [1, 9, 25, 49, 81]);
     }
 
-    /// Bytes, then "ab", "abc" and "cab" by merges; "ab c" is two pieces and
-    /// "ca" + "b" merges to "cab" only if no lower merge takes "ab" first,
-    /// which here one does ("a b" is rank 0): "cab" encodes to "c" "ab", and
-    /// is no seed.
     #[test]
     fn seeds_are_whole_pieces_that_encode_to_themselves() {
-        let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
-        for (id, token) in [(256, "ab"), (257, "ca"), (258, "cab"), (259, "abc"), (260, "b c"), (261, " c")] {
-            entries.push((id, token.as_bytes().to_vec()));
-        }
-        let merges: Vec<(&[u8], &[u8])> =
-            vec![(b"a", b"b"), (b"c", b"a"), (b"ca", b"b"), (b"ab", b"c"), (b" ", b"c"), (b"b", b" c")];
-        let vocab = Vocabulary::new(entries, &merges).unwrap();
-        let seeds = vocabulary_seeds(&vocab, &Pattern::Gpt2, SEEDS_MAX);
-        // "ab", "abc" and " c" are; "ca" merges to itself too; "cab" is not
-        // (c + ab); "b c" is two pre-tokens.
-        assert_eq!(seeds, [256, 257, 259, 261]);
+        let vocab = vocabulary_with_a_token_bpe_never_makes();
+        // "ab", "ca", "abc", " c" and " cab" are; "cab" is not (c + ab); "b c"
+        // is two pre-tokens.
+        assert_eq!(vocabulary_seeds(&vocab, &Pattern::Gpt2, SEEDS_MAX), [256, 257, 259, 260, 261]);
         assert_eq!(vocabulary_seeds(&vocab, &Pattern::Gpt2, 2), [256, 257]);
     }
 }
