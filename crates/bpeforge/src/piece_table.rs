@@ -34,8 +34,11 @@
 //! tokens without merging them. A seed only ever takes an empty way of its
 //! own bucket, and a piece of the text takes a seed's way before it spills,
 //! is stashed or evicts: seeds never crowd out what a text brought, and the
-//! table's bound stays the text's. They are not handed to the shared cache
-//! (`inline_entries`), which holds what was merged.
+//! table's bound stays the text's. The warm path passes a seed on
+//! (`SEED_LEN`) and the first lookup that finds one makes it an entry like
+//! any other (`get`), so that a seed the text uses never gives way again.
+//! They are not handed to the shared cache (`inline_entries`), which holds
+//! what was merged.
 //!
 //! Exact by construction: a pre-token's ids depend only on its bytes and the
 //! vocabulary, and one table serves one `Encoder`.
