@@ -297,10 +297,7 @@ pub(crate) fn merge_heap(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch
 
 fn merge_long<Q: MinQueue>(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Node>, heap: &mut Q, out: &mut Vec<u32>) {
     nodes.clear();
-    nodes.extend((0..piece.len()).map(|i| {
-        let rule = piece.get(i + 1).and_then(|&next| vocab.byte_pair_merge(piece[i], next));
-        node_at(i, vocab.byte_id(piece[i]), rule)
-    }));
+    byte_nodes(piece, vocab, nodes);
     nodes[piece.len() - 1].next = NONE;
     heap.refill(
         nodes.iter().enumerate().filter(|(_, node)| node.rank != NONE).map(|(at, node)| heap_key(node.rank, at as u32)),
@@ -360,10 +357,7 @@ fn merge_tree(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut
     let Scratch { nodes, tree, starting_ids, .. } = scratch;
     nodes.clear();
     if piece.is_ascii() {
-        nodes.extend((0..piece.len()).map(|i| {
-            let rule = piece.get(i + 1).and_then(|&next| vocab.byte_pair_merge(piece[i], next));
-            node_at(i, vocab.byte_id(piece[i]), rule)
-        }));
+        byte_nodes(piece, vocab, nodes);
     } else {
         starting_ids.clear();
         vocab.char_merges().starting_ids(piece, vocab, starting_ids);
@@ -395,6 +389,16 @@ fn merge_tree(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut
         update(tree, nodes, at);
     }
     out.extend(nodes.iter().filter(|node| node.id != NONE).map(|node| node.id));
+}
+
+/// The list's nodes for a piece's bytes, with the merge of each byte and the
+/// next (the last one's `next` is set after).
+#[inline]
+fn byte_nodes(piece: &[u8], vocab: &Vocabulary, nodes: &mut Vec<Node>) {
+    nodes.extend((0..piece.len()).map(|i| {
+        let rule = piece.get(i + 1).and_then(|&next| vocab.byte_pair_merge(piece[i], next));
+        node_at(i, vocab.byte_id(piece[i]), rule)
+    }));
 }
 
 /// Node `i` of a list being built: linked to `i - 1` and `i + 1` (the last

@@ -231,15 +231,11 @@ impl PieceTable {
             self.promote(key, hash);
             return true;
         }
-        let len = entry.id_count();
-        if len == 1 {
+        if entry.id_count() == 1 {
             // Most pieces are one token: a push, not a variable-length copy.
             out.push(entry.ids[0]);
-        } else if len <= INLINE_IDS {
-            out.extend_from_slice(&entry.ids[..len]);
         } else {
-            let start = entry.ids[0] as usize;
-            out.extend_from_slice(&self.overflow[start..start + len]);
+            out.extend_from_slice(self.ids_of(&entry));
         }
         true
     }
@@ -406,23 +402,30 @@ impl PieceTable {
 
     /// Every key whose ids overflow (more than `INLINE_IDS`), with its ids.
     pub fn overflow_entries(&self) -> impl Iterator<Item = (u128, &[u32])> {
-        let slots = self.buckets.iter().flat_map(|bucket| bucket.keys.iter().zip(&bucket.entries));
-        slots
-            .chain(&self.stash)
-            .filter(|(&key, entry)| key != 0 && !entry.is_seed() && entry.id_count() > INLINE_IDS)
-            .map(|(&key, entry)| {
-                let start = entry.ids[0] as usize;
-                (key, &self.overflow[start..start + entry.id_count()])
-            })
+        self.pieces().filter(|(_, ids)| ids.len() > INLINE_IDS)
     }
 
-    /// Every key whose ids are inline, with its ids (no seed: see `SEED_LEN`).
+    /// Every key whose ids are inline, with its ids.
     pub fn inline_entries(&self) -> impl Iterator<Item = (u128, &[u32])> {
+        self.pieces().filter(|(_, ids)| ids.len() <= INLINE_IDS)
+    }
+
+    /// Every piece held (in the buckets or the stash) with its ids; no seed.
+    fn pieces(&self) -> impl Iterator<Item = (u128, &[u32])> {
         let slots = self.buckets.iter().flat_map(|bucket| bucket.keys.iter().zip(&bucket.entries));
-        slots
-            .chain(&self.stash)
-            .filter(|(&key, entry)| key != 0 && entry.id_count() <= INLINE_IDS)
-            .map(|(&key, entry)| (key, &entry.ids[..entry.id_count()]))
+        let held = slots.chain(&self.stash).filter(|(&key, entry)| key != 0 && !entry.is_seed());
+        held.map(|(&key, entry)| (key, self.ids_of(entry)))
+    }
+
+    /// The ids of a piece's entry: inline, or in `overflow`.
+    fn ids_of<'a>(&'a self, entry: &'a Entry) -> &'a [u32] {
+        let len = entry.id_count();
+        if len <= INLINE_IDS {
+            &entry.ids[..len]
+        } else {
+            let start = entry.ids[0] as usize;
+            &self.overflow[start..start + len]
+        }
     }
 
     /// Whether it let go of few of the pieces it was given (evicted, or at
