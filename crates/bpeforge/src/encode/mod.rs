@@ -17,14 +17,13 @@
 //! between calls and the pool that lends it; in `batch.rs` a batch of
 //! pieces packed, hashed and prefetched ahead of its lookups.
 
+mod affinity;
 mod batch;
 mod state;
 
 use std::ops::DerefMut;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
-
-use rayon::prelude::*;
+use std::sync::{Arc, OnceLock, RwLock};
 
 pub use state::{EncodeState, PooledState, StatePool};
 
@@ -39,6 +38,7 @@ use crate::prefetch::L1;
 use crate::seeds::{vocabulary_seeds, SEEDS_MAX};
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
+use affinity::run_with_affinity;
 use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, UNPACKED};
 use state::NEW_ENTRIES_MAX;
 
@@ -474,25 +474,23 @@ impl Encoder {
         R: Send,
         S: DerefMut<Target = EncodeState> + Send,
     {
-        // One state a pool thread for the whole call. `map_init` took one
-        // from the pool for each rayon job (a batch splits into more jobs
-        // than threads) and gave it back after, so threads swapped states
-        // mid-call.
-        let threads = rayon::current_num_threads();
-        let states: Vec<Mutex<Option<S>>> = (0..threads).map(|_| Mutex::new(None)).collect();
-        texts
-            .par_iter()
-            .map(|text| {
-                let thread = rayon::current_thread_index().map_or(0, |index| index % threads);
-                // Only this thread takes this lock: never waited on.
-                let mut slot = states[thread].lock().unwrap_or_else(PoisonError::into_inner);
-                let state = slot.get_or_insert_with(&new_state);
-                let text = text.as_ref();
-                let mut ids = ids_buffer(text.len());
-                self.encode_allowing(text, allowed, state, &mut ids)?;
-                Ok(convert(ids))
-            })
-            .collect()
+        // One state a worker for the whole call, each worker starting on the
+        // same texts call after call (`affinity.rs`). The states are taken in
+        // order and given back in reverse, so that the pool (a stack) lends
+        // them in the same order to the next call.
+        let workers = rayon::current_num_threads().min(texts.len()).max(1);
+        let mut states: Vec<S> = (0..workers).map(|_| new_state()).collect();
+        let weights: Vec<usize> = texts.iter().map(|text| text.as_ref().len()).collect();
+        let results = run_with_affinity(&mut states, &weights, |state, i| {
+            let text = texts[i].as_ref();
+            let mut ids = ids_buffer(text.len());
+            self.encode_allowing(text, allowed, state, &mut ids)?;
+            Ok(convert(ids))
+        });
+        while let Some(state) = states.pop() {
+            drop(state);
+        }
+        results
     }
 
     /// For streaming: the length in bytes of the longest prefix of `text`
