@@ -62,16 +62,18 @@ where
 /// `total / workers`: range `w` is `bounds[w]..bounds[w + 1]`. A range may be
 /// empty (fewer items than workers, or one item heavier than a share).
 fn ranges_by_weight(weights: &[usize], workers: usize) -> Vec<usize> {
-    let total: usize = weights.iter().sum();
+    let total = weights.iter().sum::<usize>() as u128;
     let mut bounds = Vec::with_capacity(workers + 1);
     bounds.push(0);
-    let mut sum = 0usize;
-    for (i, weight) in weights.iter().enumerate() {
-        // Range `bounds.len() - 1` ends once it holds its share of the total.
-        while bounds.len() < workers && sum * workers >= total * bounds.len() && sum > 0 {
+    let mut sum = 0u128;
+    for (i, &weight) in weights.iter().enumerate() {
+        // Range `k - 1` ends before the item whose middle passes its share,
+        // `k / workers` of the total.
+        let middle = 2 * sum + weight as u128;
+        while bounds.len() < workers && middle * workers as u128 > 2 * total * bounds.len() as u128 {
             bounds.push(i);
         }
-        sum += weight;
+        sum += weight as u128;
     }
     bounds.resize(workers + 1, weights.len());
     bounds
@@ -103,53 +105,73 @@ mod tests {
     fn ranges_have_about_equal_weight_and_cover_every_item() {
         assert_eq!(ranges_by_weight(&[1, 1, 1, 1], 2), vec![0, 2, 4]);
         assert_eq!(ranges_by_weight(&[10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2), vec![0, 1, 11]);
-        assert_eq!(ranges_by_weight(&[1, 1, 1], 4), vec![0, 1, 2, 3, 3]);
+        assert_eq!(ranges_by_weight(&[1, 1, 1], 4), vec![0, 1, 2, 2, 3]);
+        assert_eq!(ranges_by_weight(&[1, 1, 4, 1, 1], 3), vec![0, 2, 3, 5]);
         assert_eq!(ranges_by_weight(&[], 3), vec![0, 0, 0, 0]);
         assert_eq!(ranges_by_weight(&[5], 1), vec![0, 1]);
         assert_eq!(ranges_by_weight(&[0, 0, 3, 3], 2), vec![0, 3, 4]);
     }
 
-    #[test]
-    fn every_item_runs_once_and_results_come_in_index_order() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
-        for len in [0, 1, 2, 5, 100] {
-            let weights: Vec<usize> = (0..len).map(|i| 1 + i % 7).collect();
-            let mut states = vec![0usize; 3];
-            let results = pool.install(|| {
-                run_with_affinity(&mut states, &weights, |ran: &mut usize, i| Ok::<_, ()>((*ran += 1, i).1))
-            });
-            assert_eq!(results.unwrap(), (0..len).collect::<Vec<_>>());
-            assert_eq!(states.iter().sum::<usize>(), len, "each item ran once");
-        }
+    /// `run_with_affinity` on a pool of `threads`, each state recording the
+    /// indices it ran; an item in `failing` fails with its index.
+    fn run(
+        threads: usize,
+        workers: usize,
+        weights: &[usize],
+        failing: &[usize],
+    ) -> (Result<Vec<usize>, usize>, Vec<Vec<usize>>) {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let mut states = vec![Vec::new(); workers];
+        let results = pool.install(|| {
+            run_with_affinity(&mut states, weights, |seen: &mut Vec<usize>, i| {
+                seen.push(i);
+                if failing.contains(&i) {
+                    Err(i)
+                } else {
+                    Ok(i * 10)
+                }
+            })
+        });
+        (results, states)
     }
 
     #[test]
-    fn a_worker_keeps_its_own_range() {
-        // One worker (the pool has one thread) runs range 0, then takes range 1.
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let mut states = vec![Vec::new(), Vec::new()];
-        let weights = [1; 6];
-        pool.install(|| run_with_affinity(&mut states, &weights, |seen: &mut Vec<usize>, i| Ok::<_, ()>(seen.push(i))))
-            .unwrap();
-        // Whichever state ran first took its own range before the other's.
-        for (worker, seen) in states.iter().enumerate() {
-            if let Some(&first) = seen.first() {
-                assert_eq!(first, worker * 3, "worker {worker} started in its own range: {seen:?}");
+    fn every_item_runs_once_and_results_come_in_index_order() {
+        for len in [0, 1, 2, 5, 100, 1000] {
+            let weights: Vec<usize> = (0..len).map(|i| 1 + i % 7).collect();
+            for (threads, workers) in [(1, 1), (2, 2), (3, 3), (2, 5)] {
+                let (results, states) = run(threads, workers, &weights, &[]);
+                assert_eq!(results.unwrap(), (0..len).map(|i| i * 10).collect::<Vec<_>>());
+                let mut ran: Vec<usize> = states.concat();
+                ran.sort_unstable();
+                assert_eq!(ran, (0..len).collect::<Vec<_>>(), "each item ran once");
             }
         }
     }
 
     #[test]
-    fn the_first_error_by_index_is_returned() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-        let weights = [1; 50];
-        let mut states = vec![(), ()];
-        let result = pool.install(|| {
-            run_with_affinity(&mut states, &weights, |_, i| if i == 7 || i == 30 { Err(i) } else { Ok(i) })
-        });
-        // 30 may fail first, but 7 is in worker 0's range, run before any stealing
-        // unless the flag stopped it: either way the lowest failed index is returned.
-        let error = result.unwrap_err();
-        assert!(error == 7 || error == 30, "{error}");
+    fn a_worker_runs_its_own_range_then_takes_the_next() {
+        // On one thread the first worker runs before the second starts: it
+        // runs its range, then all of the other's, in order.
+        let (_, states) = run(1, 2, &[1; 6], &[]);
+        assert_eq!(states, vec![vec![0, 1, 2, 3, 4, 5], vec![]]);
+        let (_, states) = run(1, 3, &[1, 1, 4, 1, 1], &[]);
+        assert_eq!(states[0], vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_error_of_the_lowest_index_that_failed_is_returned() {
+        let (result, _) = run(1, 2, &[1; 50], &[30]);
+        assert_eq!(result, Err(30));
+        // One thread: worker 0 fails at 7, and stops before it takes range 1.
+        let (result, states) = run(1, 2, &[1; 50], &[7, 30]);
+        assert_eq!(result, Err(7));
+        assert_eq!(states.concat(), (0..8).collect::<Vec<_>>(), "nothing ran after the error");
+        // Two threads: either may fail first; the lowest index that failed wins.
+        for _ in 0..20 {
+            let (result, states) = run(2, 2, &[1; 50], &[7, 30]);
+            let lowest = states.concat().into_iter().filter(|i| [7, 30].contains(i)).min().unwrap();
+            assert_eq!(result, Err(lowest));
+        }
     }
 }
