@@ -278,22 +278,14 @@ impl PyEncoder {
         // Room for the whole batch at once (reserved group by group, it grew
         // by `mremap` and faulted in every 4 KiB page).
         let mut all = bpeforge::encode::ids_buffer(texts.iter().map(|text| text.len()).sum());
-        let mut offsets: Vec<i64> = Vec::with_capacity(texts.len() + 1);
-        offsets.push(0);
+        let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
         for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {
-            let run = || encoder.encode_batch(group, |ids| ids);
-            let batches = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
-            py.detach(|| {
-                // Past the estimate (text of mostly one-byte tokens), at its
-                // size: grown by doubling, it was copied and faulted in again each time.
-                all.reserve(batches.iter().map(Vec::len).sum());
-                for ids in &batches {
-                    all.extend_from_slice(ids);
-                    offsets.push(all.len() as i64);
-                }
-            });
+            // Appended in place (`encode_batch_into`): no `Vec` a text to copy and free.
+            let run = || encoder.encode_batch_into(group, None, &mut all, &mut ends);
+            with_threads(py, num_threads, run)?.map_err(to_py_err)?;
             py.check_signals()?;
         }
+        let offsets: Vec<i64> = std::iter::once(0).chain(ends.iter().map(|&end| end as i64)).collect();
         let offsets = PyByteArray::new_with(py, offsets.len() * 8, |buffer| {
             for (chunk, offset) in buffer.chunks_exact_mut(8).zip(&offsets) {
                 chunk.copy_from_slice(&offset.to_le_bytes());

@@ -19,6 +19,7 @@
 
 mod affinity;
 mod batch;
+mod flat_batch;
 mod state;
 
 use std::ops::DerefMut;
@@ -40,6 +41,7 @@ use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 use affinity::run_with_affinity;
 use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, UNPACKED};
+use flat_batch::{append_in_text_order, WorkerIds};
 use state::NEW_ENTRIES_MAX;
 
 #[derive(Debug, Clone)]
@@ -123,9 +125,11 @@ impl Encoder {
     /// encoder is built, off the clock of any call. Nothing is planted while
     /// the cache is off (no state is kept then).
     pub fn seed_tables(&self) {
-        let seeds = self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, &self.pattern, SEEDS_MAX));
+        self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, &self.pattern, SEEDS_MAX));
         if self.cache.get().is_enabled() {
-            self.pooled_state().plant(&self.vocab, seeds);
+            let mut state = self.pooled_state();
+            state.wants_seeds = true;
+            self.plant_if_wanted(&mut state);
         }
     }
 
@@ -145,7 +149,19 @@ impl Encoder {
     /// pieces without asking the shared cache. It goes back when dropped,
     /// unless the cache is off (then every call starts cold, as asked).
     pub fn pooled_state(&self) -> PooledState<'_> {
-        self.states.take(EncodeState::default, self.cache.get().is_enabled())
+        let cached = self.cache.get().is_enabled();
+        self.states.take(|| EncodeState { wants_seeds: cached, ..EncodeState::default() }, cached)
+    }
+
+    /// Plant the seeds in a state the pool made while the cache was on, once,
+    /// on the thread that first encodes with it: every worker of a batch then
+    /// starts with them, not only the first state (`seed_tables`).
+    fn plant_if_wanted(&self, state: &mut EncodeState) {
+        if std::mem::take(&mut state.wants_seeds) && self.cache.get().is_enabled() {
+            if let Some(seeds) = self.seeds.get() {
+                state.plant(&self.vocab, seeds);
+            }
+        }
     }
 
     /// A state for streaming (`EncodeState::lookup_only`), which reads the
@@ -215,6 +231,7 @@ impl Encoder {
         state: &mut EncodeState,
         encode: impl FnOnce(&mut EncodeState) -> Result<(), Error>,
     ) -> Result<(), Error> {
+        self.plant_if_wanted(state);
         self.attach(state);
         state.publish = !state.lookup_only && (self.states.crowded() || !state.pooled);
         if state.publish {
@@ -451,12 +468,7 @@ impl Encoder {
         T: AsRef<str> + Sync,
         R: Send,
     {
-        if texts.len() > 1 && rayon::current_num_threads() > 1 {
-            // Workers that may run at once share from their first text: a
-            // worker starting while another holds the warm state would
-            // otherwise merge again what that state has not shared yet.
-            self.share_from_now_on();
-        }
+        self.share_if_parallel(texts.len());
         self.encode_batch_from(texts, || self.pooled_state(), allowed, convert)
     }
 
@@ -474,23 +486,75 @@ impl Encoder {
         R: Send,
         S: DerefMut<Target = EncodeState> + Send,
     {
-        // One state a worker for the whole call, each worker starting on the
-        // same texts call after call (`affinity.rs`). The states are taken in
-        // order and given back in reverse, so that the pool (a stack) lends
-        // them in the same order to the next call.
-        let workers = rayon::current_num_threads().min(texts.len()).max(1);
-        let mut states: Vec<S> = (0..workers).map(|_| new_state()).collect();
-        let weights: Vec<usize> = texts.iter().map(|text| text.as_ref().len()).collect();
-        let results = run_with_affinity(&mut states, &weights, |state, i| {
+        let mut states = worker_states(texts.len(), new_state);
+        let results = run_with_affinity(&mut states, &text_weights(texts), |state, i| {
             let text = texts[i].as_ref();
             let mut ids = ids_buffer(text.len());
             self.encode_allowing(text, allowed, state, &mut ids)?;
             Ok(convert(ids))
         });
-        while let Some(state) = states.pop() {
-            drop(state);
-        }
+        give_back(states);
         results
+    }
+
+    /// `encode_batch_allowing` with every text's ids appended to `out`, in
+    /// text order, and the end of each text's ids in `out` pushed to `ends`:
+    /// no `Vec` a text (`flat_batch.rs`). On an error `out` is as it was.
+    pub fn encode_batch_into<T: AsRef<str> + Sync>(
+        &self,
+        texts: &[T],
+        allowed: Option<&[bool]>,
+        out: &mut Vec<u32>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), Error> {
+        self.share_if_parallel(texts.len());
+        let weights = text_weights(texts);
+        // Each worker appends to the buffer its state keeps for this (its
+        // pages already faulted in), or alone straight to `out`.
+        let mut workers: Vec<_> = worker_states(texts.len(), || self.pooled_state())
+            .into_iter()
+            .map(|mut state| {
+                let ids = std::mem::take(&mut state.batch_ids);
+                (state, WorkerIds { ids, spans: Vec::new() })
+            })
+            .collect();
+        let alone = workers.len() == 1;
+        let base = out.len();
+        if alone {
+            std::mem::swap(out, &mut workers[0].1.ids);
+        }
+        let result = run_with_affinity(&mut workers, &weights, |(state, ids), i| {
+            let text = texts[i].as_ref();
+            ids.record(i, |out| {
+                out.reserve(text.len() / 2 + 16);
+                self.encode_allowing(text, allowed, state, out)
+            })
+        });
+        let (mut states, mut written): (Vec<_>, Vec<_>) = workers.into_iter().unzip();
+        if alone {
+            std::mem::swap(out, &mut written[0].ids);
+            match result {
+                Ok(_) => ends.extend(written[0].spans.iter().map(|&(_, _, end)| end)),
+                Err(_) => out.truncate(base),
+            }
+        } else if result.is_ok() {
+            append_in_text_order(out, &written, texts.len(), ends);
+        }
+        for (state, mut worker) in states.iter_mut().zip(written) {
+            worker.ids.clear();
+            state.batch_ids = worker.ids;
+        }
+        give_back(states);
+        result.map(|_| ())
+    }
+
+    /// Workers that may run at once share from their first text: a worker
+    /// starting while another holds the warm state would otherwise merge
+    /// again what that state has not shared yet.
+    fn share_if_parallel(&self, texts: usize) {
+        if texts > 1 && rayon::current_num_threads() > 1 {
+            self.share_from_now_on();
+        }
     }
 
     /// For streaming: the length in bytes of the longest prefix of `text`
@@ -607,6 +671,28 @@ impl Encoder {
     }
 }
 
+/// One state a worker for a batch of `texts`, as many workers as the pool
+/// has threads (fewer for fewer texts). Taken in order, and given back in
+/// reverse (`give_back`), so that the pool (a stack) lends them in the same
+/// order to the next call: each worker starts on the same texts call after
+/// call (`affinity.rs`), and its state has seen them.
+fn worker_states<S>(texts: usize, new_state: impl Fn() -> S) -> Vec<S> {
+    let workers = rayon::current_num_threads().min(texts).max(1);
+    (0..workers).map(|_| new_state()).collect()
+}
+
+/// Drop `states` last first: see `worker_states`.
+fn give_back<S>(mut states: Vec<S>) {
+    while let Some(state) = states.pop() {
+        drop(state);
+    }
+}
+
+/// The texts' lengths in bytes: what `run_with_affinity` splits evenly.
+fn text_weights<T: AsRef<str>>(texts: &[T]) -> Vec<usize> {
+    texts.iter().map(|text| text.as_ref().len()).collect()
+}
+
 /// An empty buffer for the ids of `text_bytes` bytes of text: room for one
 /// id per two bytes (English needs one per 3.7; a buffer grown mid-call was
 /// copied and its new pages faulted in, a fifth of warm encoding in `perf`),
@@ -707,6 +793,56 @@ mod tests {
         enc.encode_with(&text, &mut EncodeState::lookup_only(), &mut ids).unwrap();
         assert_eq!(ids, expected);
         assert_eq!(enc.cache_info().entries, 0);
+    }
+
+    /// `encode_batch_into` gives `encode_batch`'s ids, concatenated after
+    /// what `out` held, with each text's end, on any number of threads and
+    /// for any split of the texts (many small, a few long, empty ones).
+    #[test]
+    fn a_flat_batch_gives_each_texts_ids_in_order() {
+        let enc = encoder();
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        let texts: Vec<String> = (0..400)
+            .map(|i| match i % 50 {
+                0 => String::new(),
+                7 => (0..2000).map(|j| [" t", "a", "<|e|>", " tt", "\u{e9}"][(i + j) % 5]).collect(),
+                _ => (0..rng.below(40)).map(|_| [" t", "a", "<|e|>", " tt", "x ", "\u{e9}"][rng.below(6)]).collect(),
+            })
+            .collect();
+        let each = enc.encode_batch(&texts, |ids| ids).unwrap();
+        for threads in [1, 2, 3, 5] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for call in 0..3 {
+                let (mut out, mut ends) = (vec![7u32, 7], vec![2usize]);
+                pool.install(|| enc.encode_batch_into(&texts, None, &mut out, &mut ends)).unwrap();
+                let mut expected = vec![7u32, 7];
+                let mut expected_ends = vec![2usize];
+                for ids in &each {
+                    expected.extend_from_slice(ids);
+                    expected_ends.push(expected.len());
+                }
+                assert!(out == expected, "{threads} threads, call {call}");
+                assert_eq!(ends, expected_ends, "{threads} threads, call {call}");
+            }
+        }
+    }
+
+    /// A text the pattern fails on fails the flat batch, and `out` is left
+    /// as it was (a custom pattern past fancy-regex's backtracking limit).
+    #[test]
+    fn a_failed_flat_batch_leaves_out_as_it_was() {
+        let vocab = Vocabulary::new((0..=255u8).map(|b| (b as u32, vec![b])).collect(), &[] as &[(Vec<u8>, Vec<u8>)]);
+        let enc = Encoder::new(vocab.unwrap(), &[], Pattern::new(r"(a|a)*(?=b)|.").unwrap()).unwrap();
+        let bad = format!("{}c", "a".repeat(40));
+        let texts: Vec<&str> = (0..300).map(|i| if i == 5 || i == 200 { bad.as_str() } else { "xyz" }).collect();
+        assert!(enc.encode(&bad).is_err(), "the pattern fails on {bad:?}");
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let (mut out, mut ends) = (vec![1u32, 2, 3], vec![3usize]);
+            let result = pool.install(|| enc.encode_batch_into(&texts, None, &mut out, &mut ends));
+            assert!(result.is_err(), "{threads} threads");
+            assert_eq!(out, [1, 2, 3], "{threads} threads");
+        }
     }
 
     /// Pieces a shared slot cannot hold, long ones (over 15 bytes) and short

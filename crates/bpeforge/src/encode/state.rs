@@ -49,6 +49,12 @@ pub struct EncodeState {
     pub(super) long_pieces_last_batch: usize,
     /// Never use the shared cache: the thread's own table only.
     pub(super) private: bool,
+    /// The ids this state writes as a batch worker other than the first
+    /// (`flat_batch.rs`), kept empty between groups and calls.
+    pub(super) batch_ids: Vec<u32>,
+    /// Made by the pool while the cache was on: planted with the vocabulary's
+    /// seeds before it first encodes (`Encoder::plant_if_wanted`).
+    pub(super) wants_seeds: bool,
 }
 
 /// `EncodeState::expect_text` sizes the table for texts of at least this many bytes...
@@ -263,6 +269,10 @@ impl Drop for PooledState<'_> {
             // A long piece (a 10 MB word) grew the merge buffers: free them
             // rather than hold them between calls.
             state.scratch = Scratch::default();
+        }
+        if state.batch_ids.capacity() * size_of::<u32>() > KEPT_SCRATCH_MAX {
+            // A batch of text that is mostly one-byte tokens: as above.
+            state.batch_ids = Vec::new();
         }
         let mut kept = self.pool.lock();
         if kept.len() < KEPT_STATES_MAX {
