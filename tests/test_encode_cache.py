@@ -275,6 +275,34 @@ def test_encode_to_numpy_owns_its_ids_without_a_copy():
     assert second.tolist() == expected and set(first.tolist()) == {7}
 
 
+def test_numpy_memory_given_back_is_reused_and_never_shared():
+    """A large result's memory goes back to the encoder when NumPy frees the array
+    (`recycled.rs`), and the next call writes its ids there: an array still alive is never
+    written over, and what a user wrote into a freed one never shows in a later result."""
+    tok = small_tokenizer()
+    text = "".join(distinct_words(700)) * 1100  # 3 MB: ids take a buffer of 6 MB, over the 4 MiB kept
+    assert len(text) > 3_000_000
+    expected = tok.encode(text)
+    alive = tok.encode_to_numpy(text)
+    freed = tok.encode_to_numpy(text)
+    address = freed.__array_interface__["data"][0]
+    freed[:] = 7
+    del freed
+    again = tok.encode_to_numpy(text)
+    assert again.__array_interface__["data"][0] == address, "the freed buffer was not reused"
+    assert again.tolist() == expected and alive.tolist() == expected
+    assert not np.shares_memory(alive, again)
+    address = again.__array_interface__["data"][0]
+    again[:] = 9
+    del again
+    half = len(text) // 2
+    ids, offsets = tok.encode_batch_to_numpy([text[:half], text[half:]], num_threads=2)
+    assert ids.__array_interface__["data"][0] == address, "the batch did not reuse it"
+    assert ids[offsets[0] : offsets[1]].tolist() == tok.encode(text[:half])
+    assert ids[offsets[1] : offsets[2]].tolist() == tok.encode(text[half:])
+    assert alive.tolist() == expected
+
+
 @pytest.mark.parametrize("threads", [None, 1, 2])
 def test_encode_batch_to_numpy_equals_encode_batch(threads):
     tok = small_tokenizer()

@@ -20,33 +20,47 @@ const TYPESTR: &str = if cfg!(target_endian = "little") { "<u4" } else { ">u4" }
 /// Owns the ids; `numpy.asarray(ids)` is the array, writable, over the same
 /// memory. Rust never reads the ids after handing them over (NumPy may write
 /// them), so they are held as a raw allocation, not a `Vec` Rust could read.
+/// When NumPy frees the array, a large allocation goes back to the encoder
+/// for its next call (`bpeforge::recycled`): its pages are already mapped.
 #[pyclass(module = "bpeforge._core", frozen)]
 pub struct IdArray {
     ptr: NonNull<u32>,
     len: usize,
+    capacity: usize,
 }
 
-// SAFETY: `IdArray` owns its allocation alone (as a `Box<[u32]>` would); the
+// SAFETY: `IdArray` owns its allocation alone (as a `Vec` would); the
 // memory is only touched through the pointer NumPy is given.
 unsafe impl Send for IdArray {}
 unsafe impl Sync for IdArray {}
 
+/// Allocations of at least this many bytes keep their capacity (unwritten,
+/// it holds no memory) to be recycled; smaller ones are shrunk to their ids.
+const RECYCLED_MIN_BYTES: usize = 4 << 20;
+
 impl IdArray {
     pub fn new(ids: Vec<u32>) -> Self {
-        // `into_boxed_slice` gives back unused capacity (for a large, mmapped
-        // buffer an `mremap`, no copy), so that the array holds no more
-        // memory than its ids.
-        let ids = Box::into_raw(ids.into_boxed_slice());
-        // SAFETY: `Box::into_raw` never returns null.
-        Self { ptr: unsafe { NonNull::new_unchecked(ids as *mut u32) }, len: ids.len() }
+        // A small buffer gives back its unused capacity (heap memory the
+        // allocator may have touched), so the array holds no more than its ids.
+        let ids = if ids.capacity() * size_of::<u32>() < RECYCLED_MIN_BYTES {
+            ids.into_boxed_slice().into_vec()
+        } else {
+            ids
+        };
+        let mut ids = std::mem::ManuallyDrop::new(ids);
+        // SAFETY: a `Vec`'s pointer is never null.
+        let ptr = unsafe { NonNull::new_unchecked(ids.as_mut_ptr()) };
+        Self { ptr, len: ids.len(), capacity: ids.capacity() }
     }
 }
 
 impl Drop for IdArray {
     fn drop(&mut self) {
-        // SAFETY: `ptr` and `len` came from `Box::into_raw` in `new`, and are
-        // freed once, here.
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len)) });
+        // SAFETY: `ptr`, `len` and `capacity` are those of the `Vec` taken
+        // apart in `new`, put back together once, here (NumPy no longer
+        // holds the array: it was this object's last reference).
+        let ids = unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.capacity) };
+        bpeforge::recycled::give_back(ids);
     }
 }
 

@@ -22,6 +22,7 @@
 //!   the one kept across calls and shared by threads (and its level for long pieces);
 //! - `seeds`: the vocabulary's tokens a thread's piece table starts with, so first calls merge less;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
+//! - `recycled`: large id buffers NumPy gave back, kept for the next call (pages already mapped);
 //! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
 //! - `progress`, `error`: how work reports, stops and fails;
 //! - `test_rng` (tests only): the seeded xorshift the tests draw random inputs from.
@@ -51,6 +52,7 @@ pub mod progress;
 pub mod rank_file;
 mod rank_sweep;
 pub mod ranks;
+pub mod recycled;
 mod scan;
 pub mod seeds;
 pub mod shards;

@@ -696,10 +696,12 @@ fn text_weights<T: AsRef<str>>(texts: &[T]) -> Vec<usize> {
 /// An empty buffer for the ids of `text_bytes` bytes of text: room for one
 /// id per two bytes (English needs one per 3.7; a buffer grown mid-call was
 /// copied and its new pages faulted in, a fifth of warm encoding in `perf`),
-/// on huge pages when large (`huge_pages.rs`). Capacity never written costs
-/// no memory.
+/// one given back by an earlier call's owner if one has the room
+/// (`recycled.rs`), else new, on huge pages when large (`huge_pages.rs`).
+/// Capacity never written costs no memory.
 pub fn ids_buffer(text_bytes: usize) -> Vec<u32> {
-    crate::huge_pages::vec_with_capacity(text_bytes / 2 + 16)
+    let capacity = text_bytes / 2 + 16;
+    crate::recycled::take(capacity).unwrap_or_else(|| crate::huge_pages::vec_with_capacity(capacity))
 }
 #[cfg(test)]
 mod tests {
