@@ -509,20 +509,19 @@ impl Encoder {
     ) -> Result<(), Error> {
         self.share_if_parallel(texts.len());
         let weights = text_weights(texts);
-        // Each worker appends to the buffer its state keeps for this (its
-        // pages already faulted in), or alone straight to `out`.
-        let mut workers: Vec<_> = worker_states(texts.len(), || self.pooled_state())
+        let states = worker_states(texts.len(), || self.pooled_state());
+        // One worker takes the texts in order: it appends straight to `out`.
+        // Several append to the buffer each one's state keeps for this (its
+        // pages already mapped), put in order after.
+        let alone = states.len() == 1;
+        let base = out.len();
+        let mut workers: Vec<_> = states
             .into_iter()
             .map(|mut state| {
-                let ids = std::mem::take(&mut state.batch_ids);
+                let ids = std::mem::take(if alone { &mut *out } else { &mut state.batch_ids });
                 (state, WorkerIds { ids, spans: Vec::new() })
             })
             .collect();
-        let alone = workers.len() == 1;
-        let base = out.len();
-        if alone {
-            std::mem::swap(out, &mut workers[0].1.ids);
-        }
         let result = run_with_affinity(&mut workers, &weights, |(state, ids), i| {
             let text = texts[i].as_ref();
             ids.record(i, |out| {
@@ -530,22 +529,25 @@ impl Encoder {
                 self.encode_allowing(text, allowed, state, out)
             })
         });
-        let (mut states, mut written): (Vec<_>, Vec<_>) = workers.into_iter().unzip();
+        let (mut states, written): (Vec<_>, Vec<WorkerIds>) = workers.into_iter().unzip();
         if alone {
-            std::mem::swap(out, &mut written[0].ids);
+            let only = written.into_iter().next().expect("one worker");
+            *out = only.ids;
             match result {
-                Ok(_) => ends.extend(written[0].spans.iter().map(|&(_, _, end)| end)),
+                Ok(_) => ends.extend(only.spans.iter().map(|&(_, _, end)| end)),
                 Err(_) => out.truncate(base),
             }
-        } else if result.is_ok() {
-            append_in_text_order(out, &written, texts.len(), ends);
-        }
-        for (state, mut worker) in states.iter_mut().zip(written) {
-            worker.ids.clear();
-            state.batch_ids = worker.ids;
+        } else {
+            if result.is_ok() {
+                append_in_text_order(out, &written, texts.len(), ends);
+            }
+            for (state, mut worker) in states.iter_mut().zip(written) {
+                worker.ids.clear();
+                state.batch_ids = worker.ids;
+            }
         }
         give_back(states);
-        result.map(|_| ())
+        result.map(drop)
     }
 
     /// Workers that may run at once share from their first text: a worker
