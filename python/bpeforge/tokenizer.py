@@ -221,7 +221,13 @@ class Tokenizer:
         return SpecialPolicy(self._special_tokens)
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
-        """The ids of `text` as a uint32 array, made without a Python int per id."""
+        """The ids of `text` as a uint32 array, made without a Python int per id.
+
+        When NumPy frees a large array (4 MiB of ids or more) from here or
+        `encode_batch_to_numpy`, its memory is kept for the next call, which
+        writes over it instead of faulting in fresh pages: at most two such
+        buffers and 256 MiB in the process.
+        """
         import numpy as np
 
         # The array is over the encoder's own buffer (`__array_interface__`): no copy.
