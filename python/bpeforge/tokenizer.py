@@ -226,7 +226,7 @@ class Tokenizer:
         When NumPy frees a large array (4 MiB of ids or more) from here or
         `encode_batch_to_numpy`, its memory is kept for the next call, which
         writes over it instead of faulting in fresh pages: at most two such
-        buffers and 256 MiB in the process.
+        buffers and 64 MiB in the process.
         """
         import numpy as np
 
