@@ -49,8 +49,8 @@ pub struct EncodeState {
     pub(super) long_pieces_last_batch: usize,
     /// Never use the shared cache: the thread's own table only.
     pub(super) private: bool,
-    /// The ids this state writes as a batch worker other than the first
-    /// (`flat_batch.rs`), kept empty between groups and calls.
+    /// The ids this state writes as one of several workers of a flat batch
+    /// (`flat_batch.rs`), kept (empty, its pages mapped) between groups and calls.
     pub(super) batch_ids: Vec<u32>,
     /// Made by the pool while the cache was on: planted with the vocabulary's
     /// seeds before it first encodes (`Encoder::plant_if_wanted`).
