@@ -275,12 +275,14 @@ class Tokenizer:
         time, or a stream (`encode_iterable`) has started: until then one
         thread's own tables hold all it would, and filling it would slow the
         first call for nothing.
-        While the cache is on, the first thread table starts with the
+        While the cache is on, every thread table starts with the
         vocabulary's tokens that are whole pre-tokens and encode to
-        themselves (`seeds` of them are left: a text's piece found among
-        them, or put in place of one, stops counting), so that a first call
-        does not merge them; they are planted when the tokenizer is built and
-        again by `set_cache_size` (GPT-2: 49 K tokens, 10-20 ms).
+        themselves (`seeds` of them are left in the kept tables: a text's piece
+        found among them, or put in place of one, stops counting), so that a
+        first call does not merge them. They are found and planted in the
+        first table when the tokenizer is built and again by `set_cache_size`
+        (GPT-2: 49 K tokens, 10-20 ms); another thread's table gets them when
+        it first encodes.
         `hits` counts the pre-tokens of 2 bytes or more that a cache answered,
         `misses` those whose merges were applied; a long pre-token no table
         holds is cut where no token holds the byte pair, and its parts count

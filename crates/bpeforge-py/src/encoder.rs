@@ -285,9 +285,9 @@ impl PyEncoder {
             with_threads(py, num_threads, run)?.map_err(to_py_err)?;
             py.check_signals()?;
         }
-        let offsets: Vec<i64> = std::iter::once(0).chain(ends.iter().map(|&end| end as i64)).collect();
-        let offsets = PyByteArray::new_with(py, offsets.len() * 8, |buffer| {
-            for (chunk, offset) in buffer.chunks_exact_mut(8).zip(&offsets) {
+        let offsets = std::iter::once(0).chain(ends.iter().map(|&end| end as i64));
+        let offsets = PyByteArray::new_with(py, (ends.len() + 1) * 8, |buffer| {
+            for (chunk, offset) in buffer.chunks_exact_mut(8).zip(offsets) {
                 chunk.copy_from_slice(&offset.to_le_bytes());
             }
             Ok(())

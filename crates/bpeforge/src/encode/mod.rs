@@ -125,11 +125,11 @@ impl Encoder {
     /// encoder is built, off the clock of any call. Nothing is planted while
     /// the cache is off (no state is kept then).
     pub fn seed_tables(&self) {
-        self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, &self.pattern, SEEDS_MAX));
+        let seeds = self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, &self.pattern, SEEDS_MAX));
         if self.cache.get().is_enabled() {
             let mut state = self.pooled_state();
-            state.wants_seeds = true;
-            self.plant_if_wanted(&mut state);
+            state.wants_seeds = false;
+            state.plant(&self.vocab, seeds);
         }
     }
 
@@ -684,10 +684,8 @@ fn worker_states<S>(texts: usize, new_state: impl Fn() -> S) -> Vec<S> {
 }
 
 /// Drop `states` last first: see `worker_states`.
-fn give_back<S>(mut states: Vec<S>) {
-    while let Some(state) = states.pop() {
-        drop(state);
-    }
+fn give_back<S>(states: Vec<S>) {
+    states.into_iter().rev().for_each(drop);
 }
 
 /// The texts' lengths in bytes: what `run_with_affinity` splits evenly.
