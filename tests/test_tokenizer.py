@@ -796,3 +796,51 @@ def test_text_reaches_the_core_as_is_and_lone_surrogates_are_refused(tiny):
     for call in (tiny.encode, tiny.encode_to_numpy):
         with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
             call("low\ud800er")
+
+
+def long_texts_of_every_width() -> dict[str, str]:
+    """Texts past the size the binding transcodes itself (4 Ki characters, read 16 Ki at a time; text.rs),
+    of each kind CPython stores (1, 2 and 4 bytes a character), with their wide characters at chunk and
+    16-character block edges, and random Unicode."""
+    rng = random.Random(12)
+    ascii_text = "".join(rng.choice("low lower newest widest\n") for _ in range(3 * 16384 + 777))
+    texts = {}
+    for name, wide in [("latin-1", "é"), ("two bytes", "“"), ("CJK", "東"), ("astral", "🙂")]:
+        chars = list(ascii_text)
+        edges = [0, 15, 16, 17, 16383, 16384, 16385, 2 * 16384 - 1, len(chars) - 1]
+        for at in [*edges, *rng.sample(range(len(chars)), 500)]:
+            chars[at] = wide
+        texts[name] = "".join(chars)
+    texts["runs of CJK"] = "東京は大きい都市です。 Tokyo is big. " * 3000
+    texts["random Unicode"] = "".join(
+        chr(rng.choice([rng.randrange(0x80), rng.randrange(0x80, 0xD800), rng.randrange(0xE000, 0x110000)]))
+        for _ in range(70_001)
+    )
+    return texts
+
+
+def test_long_text_that_is_not_ascii_encodes_as_its_utf8(tiny):
+    # A long str seen the first time is transcoded by the binding; seen again, CPython's own UTF-8 is used.
+    for name, text in long_texts_of_every_width().items():
+        first = tiny.encode_to_numpy(text).tolist()
+        assert tiny.decode(first) == text, name
+        assert tiny.encode(text) == first == tiny.encode_to_numpy(text).tolist(), name
+        # A fresh copy of equal text (the transcoded path again) gives the same ids.
+        assert tiny.encode("".join([text[:10], text[10:]])) == first, name
+
+
+def test_long_text_that_is_not_ascii_matches_tiktoken(gpt2, tiktoken_gpt2):
+    for name, text in long_texts_of_every_width().items():
+        assert gpt2.encode(text) == tiktoken_gpt2.encode(text, disallowed_special=()), name
+
+
+@pytest.mark.parametrize("at", [0, 16383, 16384, 40_000, 70_000])
+def test_a_lone_surrogate_in_a_long_text_raises_as_cpython_does(tiny, at):
+    text = "".join(["naïve “quote” ", "x" * 70_000])
+    text = text[:at] + "\udc80" + text[at:]
+    with pytest.raises(UnicodeEncodeError) as cpython:
+        text.encode()
+    for call in (tiny.encode, tiny.encode_to_numpy, functools.partial(tiny.encode, allowed_special=set())):
+        with pytest.raises(UnicodeEncodeError) as ours:
+            call(text)
+        assert (ours.value.start, ours.value.reason) == (cpython.value.start, cpython.value.reason)

@@ -24,7 +24,7 @@ use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
-use crate::text::utf8;
+use crate::text::{utf8, utf8_for_call, LastTranscoded};
 
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
 pub struct PyEncoder {
@@ -33,6 +33,8 @@ pub struct PyEncoder {
     /// reference-count increments instead of one int allocation per id,
     /// which cost as much as the encoding itself on large texts.
     ints: Vec<Py<PyInt>>,
+    /// Which `str` the single-text calls last transcoded (`text.rs`).
+    last_transcoded: LastTranscoded,
 }
 
 impl PyEncoder {
@@ -238,7 +240,7 @@ impl PyEncoder {
         let ints = (0..inner.vocab().len() as u32)
             .map(|id| id.into_pyobject(py).map(Bound::unbind))
             .collect::<Result<_, _>>()?;
-        Ok(Self { inner: Arc::new(inner), ints })
+        Ok(Self { inner: Arc::new(inner), ints, last_transcoded: LastTranscoded::default() })
     }
 
     /// `fill_cache=False` reads the shared cache without adding to it (for
@@ -250,14 +252,14 @@ impl PyEncoder {
         text: Bound<'py, PyString>,
         fill_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptible(py, utf8(&text)?, fill_cache, None)?;
+        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, fill_cache, None)?;
         self.id_list(py, &ids)
     }
 
     /// The ids of `text` for `numpy.asarray` (`IdArray`): no Python int per
     /// id, and no copy.
     fn encode_to_array(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<IdArray> {
-        let ids = self.encode_interruptible(py, utf8(&text)?, true, None)?;
+        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, true, None)?;
         Ok(IdArray::new(ids))
     }
 
@@ -417,7 +419,7 @@ impl PyEncoder {
         allowed: Vec<bool>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, utf8(&text)?, true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, true, Some(&allowed))?;
         self.id_list(py, &ids)
     }
 
@@ -429,7 +431,7 @@ impl PyEncoder {
         allowed: Vec<bool>,
     ) -> PyResult<IdArray> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, utf8(&text)?, true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, true, Some(&allowed))?;
         Ok(IdArray::new(ids))
     }
 

@@ -23,6 +23,7 @@
 //! - `seeds`: the vocabulary's tokens a thread's piece table starts with, so first calls merge less;
 //! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
 //! - `recycled`: large id buffers NumPy gave back, kept for the next call (pages already mapped);
+//! - `utf32`: UTF-8 from code points, for Python `str`s the binding reads as code points;
 //! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
 //! - `progress`, `error`: how work reports, stops and fails;
 //! - `test_rng` (tests only): the seeded xorshift the tests draw random inputs from.
@@ -63,6 +64,7 @@ mod test_rng;
 pub mod token_index;
 pub mod train;
 mod unicode_tables;
+pub mod utf32;
 pub mod vocab;
 
 pub use encode::Encoder;
