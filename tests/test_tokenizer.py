@@ -827,6 +827,15 @@ def test_long_text_that_is_not_ascii_encodes_as_its_utf8(tiny):
         assert tiny.encode(text) == first == tiny.encode_to_numpy(text).tolist(), name
         # A fresh copy of equal text (the transcoded path again) gives the same ids.
         assert tiny.encode("".join([text[:10], text[10:]])) == first, name
+    # Batches too, each text on its own (the same str twice, texts seen before and new ones).
+    texts = list(long_texts_of_every_width().values())
+    expected = [tiny.encode(text) for text in texts]
+    for batch in [texts, texts, [texts[0], texts[0], *texts[1:]]]:
+        lists = tiny.encode_batch(batch, num_threads=2)
+        ids, offsets = tiny.encode_batch_to_numpy(batch, num_threads=2)
+        assert [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == lists
+        assert lists == [tiny.encode(text) for text in batch]
+    assert lists[2:] == expected[1:]
 
 
 def test_long_text_that_is_not_ascii_matches_tiktoken(gpt2, tiktoken_gpt2):
@@ -840,7 +849,10 @@ def test_a_lone_surrogate_in_a_long_text_raises_as_cpython_does(tiny, at):
     text = text[:at] + "\udc80" + text[at:]
     with pytest.raises(UnicodeEncodeError) as cpython:
         text.encode()
-    for call in (tiny.encode, tiny.encode_to_numpy, functools.partial(tiny.encode, allowed_special=set())):
+    batch_lists = lambda text: tiny.encode_batch(["naïve " * 1000, text])  # noqa: E731
+    batch_numpy = lambda text: tiny.encode_batch_to_numpy(["naïve " * 1000, text])  # noqa: E731
+    no_specials = functools.partial(tiny.encode, allowed_special=set())
+    for call in (tiny.encode, tiny.encode_to_numpy, no_specials, batch_lists, batch_numpy):
         with pytest.raises(UnicodeEncodeError) as ours:
             call(text)
         assert (ours.value.start, ours.value.reason) == (cpython.value.start, cpython.value.reason)

@@ -24,7 +24,7 @@ use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
-use crate::text::{utf8, utf8_for_call, LastTranscoded};
+use crate::text::{utf8_for_call, LastTranscoded, Utf8Texts};
 
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
 pub struct PyEncoder {
@@ -40,6 +40,11 @@ pub struct PyEncoder {
 impl PyEncoder {
     pub(crate) fn encoder(&self) -> &Arc<Encoder> {
         &self.inner
+    }
+
+    /// The UTF-8 of one text (`text.rs`).
+    fn utf8_for_call<'a>(&self, text: &'a Bound<'_, PyString>) -> PyResult<Utf8Texts<'a>> {
+        utf8_for_call(std::slice::from_ref(text), &self.last_transcoded)
     }
 
     fn check_width(&self, width: usize) -> PyResult<()> {
@@ -73,7 +78,8 @@ impl PyEncoder {
         allowed: Option<&[bool]>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let texts = texts.iter().map(utf8).collect::<PyResult<Vec<&str>>>()?;
+        let texts = utf8_for_call(texts, &self.last_transcoded)?;
+        let texts = texts.to_vec();
         let pool = pool_for(num_threads)?;
         let encode = |group: &[&str]| pool.install(|| self.inner.encode_batch_allowing(group, allowed, |ids| ids));
         let mut groups = groups_by_bytes(&texts, BATCH_CHECK_BYTES);
@@ -252,14 +258,14 @@ impl PyEncoder {
         text: Bound<'py, PyString>,
         fill_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, fill_cache, None)?;
+        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), fill_cache, None)?;
         self.id_list(py, &ids)
     }
 
     /// The ids of `text` for `numpy.asarray` (`IdArray`): no Python int per
     /// id, and no copy.
     fn encode_to_array(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<IdArray> {
-        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, true, None)?;
+        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), true, None)?;
         Ok(IdArray::new(ids))
     }
 
@@ -275,7 +281,8 @@ impl PyEncoder {
     ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
         // Borrowed, not copied (`text.rs`): copying each text into a `String`
         // with the GIL held was 8% of a 2-thread batch of 10 MB.
-        let texts = texts.iter().map(utf8).collect::<PyResult<Vec<&str>>>()?;
+        let texts = utf8_for_call(&texts, &self.last_transcoded)?;
+        let texts = texts.to_vec();
         let encoder = &self.inner;
         // Room for the whole batch at once (reserved group by group, it grew
         // by `mremap` and faulted in every 4 KiB page).
@@ -419,7 +426,7 @@ impl PyEncoder {
         allowed: Vec<bool>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), true, Some(&allowed))?;
         self.id_list(py, &ids)
     }
 
@@ -431,7 +438,7 @@ impl PyEncoder {
         allowed: Vec<bool>,
     ) -> PyResult<IdArray> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, &utf8_for_call(&text, &self.last_transcoded)?, true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), true, Some(&allowed))?;
         Ok(IdArray::new(ids))
     }
 

@@ -10,8 +10,9 @@
 //! every CPython since 3.3, 3.9 included, so it links and runs on all the
 //! versions the wheel serves.
 
-use std::borrow::Cow;
+use std::collections::HashSet;
 use std::ffi::c_char;
+use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use bpeforge::{huge_pages, utf32};
@@ -48,73 +49,120 @@ const TRANSCODE_MIN_CHARS: usize = 1 << 12;
 /// Code points read from the `str` at a time: 64 KiB of them stay in L2.
 const CHUNK_CHARS: usize = 1 << 14;
 
-/// The `str` an encode call last transcoded (`utf8_for_call`): its address and
-/// length. Only a hint: a new `str` of the same length at the same address
-/// is asked of CPython, which is never wrong, only slower.
+/// The `str`s the last encode call transcoded or saw again
+/// (`utf8_for_call`), by address and length. Only a hint: a new `str` of
+/// the same length at the same address is asked of CPython, which is never
+/// wrong, only slower.
 #[derive(Default)]
-pub struct LastTranscoded(Mutex<(usize, usize)>);
+pub struct LastTranscoded(Mutex<HashSet<(usize, usize)>>);
 
-impl LastTranscoded {
-    /// Whether `text` (of `length` characters) is the `str` last recorded;
-    /// records it either way.
-    fn seen_again(&self, text: &Bound<'_, PyString>, length: usize) -> bool {
-        let this = (text.as_ptr() as usize, length);
-        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::replace(&mut *last, this) == this
+/// The UTF-8 of each text of one encode call (`utf8_for_call`): borrowed
+/// from CPython, or transcoded into one buffer for the whole call.
+pub struct Utf8Texts<'a> {
+    transcoded: String,
+    texts: Vec<Utf8Text<'a>>,
+}
+
+enum Utf8Text<'a> {
+    Borrowed(&'a str),
+    Transcoded(Range<usize>),
+}
+
+impl<'a> Utf8Texts<'a> {
+    pub fn get(&self, index: usize) -> &str {
+        match &self.texts[index] {
+            Utf8Text::Borrowed(text) => text,
+            Utf8Text::Transcoded(range) => &self.transcoded[range.clone()],
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<&str> {
+        (0..self.texts.len()).map(|index| self.get(index)).collect()
     }
 }
 
-/// The UTF-8 of `text` for one encode call.
+/// The UTF-8 of each of `texts` for one encode call.
 ///
-/// A `str` of 4 Ki characters or more that is not ASCII, seen for the first
-/// time, is transcoded here (`transcode`), and nothing is kept: CPython's own conversion is
-/// one character at a time, 12 ms of a 61 ms first call on 10 MB of
-/// Gutenberg (curly quotes make it a 2-byte `str`), and it faults in a fresh
-/// buffer. The same `str` seen again is asked of CPython, which converts it
-/// once and keeps the result inside the `str`, so a text encoded over and
-/// over costs nothing after its second call. ASCII `str`s are their own
-/// UTF-8 and short ones are cheap: always borrowed.
-pub fn utf8_for_call<'a>(text: &'a Bound<'_, PyString>, last: &LastTranscoded) -> PyResult<Cow<'a, str>> {
-    let length = text.len()?;
-    if length < TRANSCODE_MIN_CHARS || is_ascii(text)? || last.seen_again(text, length) {
-        return utf8(text).map(Cow::Borrowed);
+/// A `str` of 4 Ki characters or more that is not ASCII, not seen by the
+/// previous call, is transcoded here (`transcode`), and nothing is kept
+/// after the call: CPython's own conversion is one character at a time, 12
+/// ms of a 61 ms first call on 10 MB of Gutenberg (curly quotes make it a
+/// 2-byte `str`), and it faults in a fresh buffer for each text. A `str`
+/// the previous call saw is asked of CPython, which converts it once and
+/// keeps the result inside the `str`: a text encoded over and over costs
+/// nothing from its third call on. ASCII `str`s are their own UTF-8 and
+/// short ones are cheap: always borrowed.
+pub fn utf8_for_call<'a>(texts: &'a [Bound<'_, PyString>], last: &LastTranscoded) -> PyResult<Utf8Texts<'a>> {
+    let mut last = last.0.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut seen = HashSet::new();
+    let lengths = texts.iter().map(|text| text.len()).collect::<PyResult<Vec<usize>>>()?;
+    let mut transcoder = Transcoder { expected_chars: lengths.iter().sum(), ..Transcoder::default() };
+    let mut all = Vec::with_capacity(texts.len());
+    for (text, &length) in texts.iter().zip(&lengths) {
+        if length < TRANSCODE_MIN_CHARS || is_ascii(text)? {
+            all.push(Utf8Text::Borrowed(utf8(text)?));
+            continue;
+        }
+        let identity = (text.as_ptr() as usize, length);
+        seen.insert(identity);
+        let transcoded = if last.contains(&identity) { None } else { transcoder.append(text, length)? };
+        // Seen before, or a lone surrogate (CPython raises its UnicodeEncodeError, as it always has).
+        all.push(
+            transcoded.map_or_else(|| utf8(text).map(Utf8Text::Borrowed), |range| Ok(Utf8Text::Transcoded(range)))?,
+        );
     }
-    match transcode(text, length)? {
-        Some(transcoded) => Ok(Cow::Owned(transcoded)),
-        // A lone surrogate: CPython raises its UnicodeEncodeError, as it always has.
-        None => utf8(text).map(Cow::Borrowed),
-    }
+    *last = seen;
+    // SAFETY: `Transcoder::append` wrote only the UTF-8 of Unicode scalar values.
+    Ok(Utf8Texts { transcoded: unsafe { String::from_utf8_unchecked(transcoder.out) }, texts: all })
 }
 
 fn is_ascii(text: &Bound<'_, PyString>) -> PyResult<bool> {
     text.call_method0(intern!(text.py(), "isascii"))?.is_truthy()
 }
 
-/// `text`'s UTF-8, read `CHUNK_CHARS` code points at a time through the
-/// stable ABI (`PyUnicode_Substring`, then `PyUnicode_AsUCS4`: both copy
-/// with vectorised loops) and encoded by `utf32::push_utf8`. `None` when
-/// `text` holds a lone surrogate.
-fn transcode(text: &Bound<'_, PyString>, length: usize) -> PyResult<Option<String>> {
-    let mut code_points = vec![0u32; CHUNK_CHARS.min(length)];
-    // Mostly ASCII text fits at once; anything wider grows the buffer.
-    let mut out = huge_pages::vec_with_capacity(length + length / 8 + 4 * CHUNK_CHARS);
-    for start in (0..length).step_by(CHUNK_CHARS) {
-        let end = (start + CHUNK_CHARS).min(length);
-        // SAFETY: `text` is a live `str` and the GIL is held; 0 <= start < end <= its length.
-        let chunk = unsafe { ffi::PyUnicode_Substring(text.as_ptr(), start as Py_ssize_t, end as Py_ssize_t) };
-        // SAFETY: a new reference, or null with an exception set.
-        let chunk = unsafe { Bound::from_owned_ptr_or_err(text.py(), chunk)? };
-        // SAFETY: `code_points` has room for `end - start` code points, all `chunk` has.
-        let copied = unsafe {
-            ffi::PyUnicode_AsUCS4(chunk.as_ptr(), code_points.as_mut_ptr(), code_points.len() as Py_ssize_t, 0)
-        };
-        if copied.is_null() {
-            return Err(PyErr::take(text.py()).unwrap_or_else(|| PySystemError::new_err("PyUnicode_AsUCS4 failed")));
+/// Buffers for the texts of one call: one for all their UTF-8 (a buffer a
+/// text faulted in 34 fresh pages for each 64 Ki characters of a batch),
+/// and one for the code points of a chunk.
+#[derive(Default)]
+struct Transcoder {
+    out: Vec<u8>,
+    code_points: Vec<u32>,
+    /// The characters of all the call's texts, to size `out` once.
+    expected_chars: usize,
+}
+
+impl Transcoder {
+    /// Append the UTF-8 of `text` (`length` characters), read `CHUNK_CHARS`
+    /// code points at a time through the stable ABI (`PyUnicode_Substring`,
+    /// then `PyUnicode_AsUCS4`: both copy with vectorised loops) and encoded
+    /// by `utf32::push_utf8`; where it is in `out`. `None` when `text` holds
+    /// a lone surrogate (`out` is then as it was).
+    fn append(&mut self, text: &Bound<'_, PyString>, length: usize) -> PyResult<Option<Range<usize>>> {
+        if self.out.capacity() == 0 {
+            // Mostly ASCII text fits at once; anything wider grows the buffer.
+            let chars = self.expected_chars;
+            self.out = huge_pages::vec_with_capacity(chars + chars / 8 + 4 * CHUNK_CHARS);
         }
-        if utf32::push_utf8(&code_points[..end - start], &mut out).is_err() {
-            return Ok(None);
+        self.code_points.resize(CHUNK_CHARS.min(length).max(self.code_points.len()), 0);
+        let begin = self.out.len();
+        for start in (0..length).step_by(CHUNK_CHARS) {
+            let end = (start + CHUNK_CHARS).min(length);
+            // SAFETY: `text` is a live `str` and the GIL is held; 0 <= start < end <= its length.
+            let chunk = unsafe { ffi::PyUnicode_Substring(text.as_ptr(), start as Py_ssize_t, end as Py_ssize_t) };
+            // SAFETY: a new reference, or null with an exception set.
+            let chunk = unsafe { Bound::from_owned_ptr_or_err(text.py(), chunk)? };
+            let room = self.code_points.len() as Py_ssize_t;
+            // SAFETY: `code_points` has room for `end - start` code points, all `chunk` has.
+            let copied = unsafe { ffi::PyUnicode_AsUCS4(chunk.as_ptr(), self.code_points.as_mut_ptr(), room, 0) };
+            if copied.is_null() {
+                let error = PyErr::take(text.py());
+                return Err(error.unwrap_or_else(|| PySystemError::new_err("PyUnicode_AsUCS4 failed")));
+            }
+            if utf32::push_utf8(&self.code_points[..end - start], &mut self.out).is_err() {
+                self.out.truncate(begin);
+                return Ok(None);
+            }
         }
+        Ok(Some(begin..self.out.len()))
     }
-    // SAFETY: `push_utf8` wrote only the UTF-8 of Unicode scalar values.
-    Ok(Some(unsafe { String::from_utf8_unchecked(out) }))
 }
