@@ -843,6 +843,23 @@ def test_long_text_that_is_not_ascii_matches_tiktoken(gpt2, tiktoken_gpt2):
         assert gpt2.encode(text) == tiktoken_gpt2.encode(text, disallowed_special=()), name
 
 
+def streamed_texts() -> dict[str, str]:
+    """Texts longer than the binding reads ahead at once (1 Mi characters; utf8_stream.rs): cut across reads,
+    a run with no place to cut longer than a read, and special tokens."""
+    rng = random.Random(5)
+    words = ["naïve", "“quoted”", "東京は", "🙂", "low", "lower", "\n\n", "  ", SPECIAL, "é" * 40]
+    mixed = " ".join(rng.choice(words) for _ in range(700_000))
+    return {"mixed": mixed, "one long piece": "x “" + "é" * 2_500_000 + "” y " + mixed[:100_000]}
+
+
+def test_long_text_read_ahead_in_stretches_encodes_as_its_utf8(tiny, gpt2, tiktoken_gpt2):
+    for name, text in streamed_texts().items():
+        ids = tiny.encode_to_numpy(text).tolist()
+        assert tiny.decode(ids) == text, name
+        assert tiny.encode(text) == ids, name  # seen again: CPython's UTF-8
+        assert gpt2.encode("".join([text[:1], text[1:]])) == tiktoken_gpt2.encode(text, allowed_special="all"), name
+
+
 @pytest.mark.parametrize("at", [0, 16383, 16384, 40_000, 70_000])
 def test_a_lone_surrogate_in_a_long_text_raises_as_cpython_does(tiny, at):
     text = "".join(["naïve “quote” ", "x" * 70_000])
@@ -856,3 +873,13 @@ def test_a_lone_surrogate_in_a_long_text_raises_as_cpython_does(tiny, at):
         with pytest.raises(UnicodeEncodeError) as ours:
             call(text)
         assert (ours.value.start, ours.value.reason) == (cpython.value.start, cpython.value.reason)
+
+
+def test_a_lone_surrogate_past_the_first_read_raises_as_cpython_does(tiny):
+    text = "naïve “quote” " * 200_000  # 2.8 M characters: read in three stretches
+    text = text[:2_000_000] + "\ud800" + text[2_000_000:]
+    with pytest.raises(UnicodeEncodeError) as cpython:
+        text.encode()
+    with pytest.raises(UnicodeEncodeError) as ours:
+        tiny.encode_to_numpy(text)
+    assert (ours.value.start, ours.value.reason) == (cpython.value.start, cpython.value.reason)

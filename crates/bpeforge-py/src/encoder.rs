@@ -24,7 +24,8 @@ use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
-use crate::text::{utf8_for_call, LastTranscoded, Utf8Texts};
+use crate::text::{utf8_for_call, LastTranscoded};
+use crate::utf8_stream::Utf8Stream;
 
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
 pub struct PyEncoder {
@@ -40,11 +41,6 @@ pub struct PyEncoder {
 impl PyEncoder {
     pub(crate) fn encoder(&self) -> &Arc<Encoder> {
         &self.inner
-    }
-
-    /// The UTF-8 of one text (`text.rs`).
-    fn utf8_for_call<'a>(&self, text: &'a Bound<'_, PyString>) -> PyResult<Utf8Texts<'a>> {
-        utf8_for_call(std::slice::from_ref(text), &self.last_transcoded)
     }
 
     fn check_width(&self, width: usize) -> PyResult<()> {
@@ -155,16 +151,18 @@ impl PyEncoder {
     /// `INTERRUPT_CHECK_BYTES` at a time, with Ctrl-C checked between
     /// stretches (a single call on 1 GB would otherwise only see it at the
     /// end). Stretches end where more text cannot change the ids before them
-    /// (`stable_prefix_len`), so the ids equal one call's.
+    /// (`stable_prefix_len`), so the ids equal one call's; a transcoded text
+    /// is read a stretch ahead (`utf8_stream.rs`).
     /// `allowed`: the special tokens recognised (a mask over them; `None`: all).
     fn encode_interruptible(
         &self,
         py: Python<'_>,
-        text: &str,
+        text: &Bound<'_, PyString>,
         fill_cache: bool,
         allowed: Option<&[bool]>,
     ) -> PyResult<Vec<u32>> {
-        let mut ids = bpeforge::encode::ids_buffer(text.len());
+        let mut source = Utf8Stream::new(text, &self.last_transcoded)?;
+        let mut ids = bpeforge::encode::ids_buffer(source.bytes_hint());
         let (mut pooled, mut lookup_only);
         let state: &mut EncodeState = if fill_cache {
             pooled = self.inner.pooled_state();
@@ -173,31 +171,43 @@ impl PyEncoder {
             lookup_only = self.inner.lookup_only_state();
             &mut lookup_only
         };
-        state.expect_text(text.len());
-        let mut rest = text;
-        while !rest.is_empty() {
-            let stretch = py.detach(|| self.next_stretch(rest, allowed));
+        state.expect_text(source.bytes_hint());
+        loop {
+            let (rest, complete) = (source.rest(), source.is_complete());
+            if rest.is_empty() && complete {
+                return Ok(ids);
+            }
+            let Some(stretch) = py.detach(|| self.next_stretch(rest, allowed, complete)) else {
+                source.read_more()?;
+                continue;
+            };
             py.detach(|| self.inner.encode_allowing(stretch, allowed, state, &mut ids)).map_err(to_py_err)?;
             py.check_signals()?;
-            rest = &rest[stretch.len()..];
+            let taken = stretch.len();
+            source.take(taken);
         }
-        Ok(ids)
     }
 
     /// The longest stable prefix of the first `INTERRUPT_CHECK_BYTES` of
     /// `text`, looking twice as far each time none is found (so the scan
-    /// stays linear), or all of `text`.
-    fn next_stretch<'t>(&self, text: &'t str, allowed: Option<&[bool]>) -> &'t str {
+    /// stays linear), or all of `text` when it runs to the end
+    /// (`complete`). When it does not, the longest stable prefix of all of
+    /// it (the text read ahead is a stretch long), or `None`: read more.
+    fn next_stretch<'t>(&self, text: &'t str, allowed: Option<&[bool]>, complete: bool) -> Option<&'t str> {
+        if !complete {
+            let cut = self.inner.stable_prefix_len_allowing(text, allowed);
+            return (cut > 0).then(|| &text[..cut]);
+        }
         let mut window = INTERRUPT_CHECK_BYTES;
         while window < text.len() {
             let end = (0..=window).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
             let cut = self.inner.stable_prefix_len_allowing(&text[..end], allowed);
             if cut > 0 {
-                return &text[..cut];
+                return Some(&text[..cut]);
             }
             window = window.saturating_mul(2);
         }
-        text
+        Some(text)
     }
 }
 
@@ -258,14 +268,14 @@ impl PyEncoder {
         text: Bound<'py, PyString>,
         fill_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), fill_cache, None)?;
+        let ids = self.encode_interruptible(py, &text, fill_cache, None)?;
         self.id_list(py, &ids)
     }
 
     /// The ids of `text` for `numpy.asarray` (`IdArray`): no Python int per
     /// id, and no copy.
     fn encode_to_array(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<IdArray> {
-        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), true, None)?;
+        let ids = self.encode_interruptible(py, &text, true, None)?;
         Ok(IdArray::new(ids))
     }
 
@@ -426,7 +436,7 @@ impl PyEncoder {
         allowed: Vec<bool>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, &text, true, Some(&allowed))?;
         self.id_list(py, &ids)
     }
 
@@ -438,7 +448,7 @@ impl PyEncoder {
         allowed: Vec<bool>,
     ) -> PyResult<IdArray> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, self.utf8_for_call(&text)?.get(0), true, Some(&allowed))?;
+        let ids = self.encode_interruptible(py, &text, true, Some(&allowed))?;
         Ok(IdArray::new(ids))
     }
 

@@ -13,6 +13,7 @@ mod observer;
 mod reader;
 mod sources;
 mod text;
+mod utf8_stream;
 
 use std::path::PathBuf;
 

@@ -54,7 +54,7 @@ const CHUNK_CHARS: usize = 1 << 14;
 /// the same length at the same address is asked of CPython, which is never
 /// wrong, only slower.
 #[derive(Default)]
-pub struct LastTranscoded(Mutex<HashSet<(usize, usize)>>);
+pub struct LastTranscoded(pub(crate) Mutex<HashSet<(usize, usize)>>);
 
 /// The UTF-8 of each text of one encode call (`utf8_for_call`): borrowed
 /// from CPython, or transcoded into one buffer for the whole call.
@@ -96,58 +96,75 @@ pub fn utf8_for_call<'a>(texts: &'a [Bound<'_, PyString>], last: &LastTranscoded
     let mut last = last.0.lock().unwrap_or_else(PoisonError::into_inner);
     let mut seen = HashSet::new();
     let lengths = texts.iter().map(|text| text.len()).collect::<PyResult<Vec<usize>>>()?;
-    let mut transcoder = Transcoder { expected_chars: lengths.iter().sum(), ..Transcoder::default() };
+    let mut transcoder = Transcoder::for_chars(lengths.iter().sum());
     let mut all = Vec::with_capacity(texts.len());
     for (text, &length) in texts.iter().zip(&lengths) {
-        if length < TRANSCODE_MIN_CHARS || is_ascii(text)? {
-            all.push(Utf8Text::Borrowed(utf8(text)?));
-            continue;
-        }
-        let identity = (text.as_ptr() as usize, length);
-        seen.insert(identity);
-        let transcoded = if last.contains(&identity) { None } else { transcoder.append(text, length)? };
-        // Seen before, or a lone surrogate (CPython raises its UnicodeEncodeError, as it always has).
+        let transcoded = match to_transcode(text, length, &last, &mut seen)? {
+            true => transcoder.append(text, 0..length)?,
+            false => None,
+        };
+        // Borrowed, or a lone surrogate (CPython raises its UnicodeEncodeError, as it always has).
         all.push(
             transcoded.map_or_else(|| utf8(text).map(Utf8Text::Borrowed), |range| Ok(Utf8Text::Transcoded(range)))?,
         );
     }
     *last = seen;
-    // SAFETY: `Transcoder::append` wrote only the UTF-8 of Unicode scalar values.
-    Ok(Utf8Texts { transcoded: unsafe { String::from_utf8_unchecked(transcoder.out) }, texts: all })
+    Ok(Utf8Texts { transcoded: transcoder.into_string(), texts: all })
+}
+
+/// Whether to transcode `text` (of `length` characters) rather than ask
+/// CPython (`utf8_for_call`): long, not ASCII, and not in `last`; recorded
+/// in `seen` when long and not ASCII.
+pub(crate) fn to_transcode(
+    text: &Bound<'_, PyString>,
+    length: usize,
+    last: &HashSet<(usize, usize)>,
+    seen: &mut HashSet<(usize, usize)>,
+) -> PyResult<bool> {
+    if length < TRANSCODE_MIN_CHARS || is_ascii(text)? {
+        return Ok(false);
+    }
+    let identity = (text.as_ptr() as usize, length);
+    seen.insert(identity);
+    Ok(!last.contains(&identity))
 }
 
 fn is_ascii(text: &Bound<'_, PyString>) -> PyResult<bool> {
     text.call_method0(intern!(text.py(), "isascii"))?.is_truthy()
 }
 
-/// Buffers for the texts of one call: one for all their UTF-8 (a buffer a
-/// text faulted in 34 fresh pages for each 64 Ki characters of a batch),
-/// and one for the code points of a chunk.
+/// Buffers for transcoding: one for the UTF-8 (of all the texts of a batch:
+/// a buffer a text faulted in 34 fresh pages for each 64 Ki characters), and
+/// one for the code points of a chunk.
 #[derive(Default)]
-struct Transcoder {
-    out: Vec<u8>,
+pub(crate) struct Transcoder {
+    pub(crate) out: Vec<u8>,
     code_points: Vec<u32>,
-    /// The characters of all the call's texts, to size `out` once.
+    /// The characters `out` is sized for when first used.
     expected_chars: usize,
 }
 
 impl Transcoder {
-    /// Append the UTF-8 of `text` (`length` characters), read `CHUNK_CHARS`
-    /// code points at a time through the stable ABI (`PyUnicode_Substring`,
-    /// then `PyUnicode_AsUCS4`: both copy with vectorised loops) and encoded
-    /// by `utf32::push_utf8`; where it is in `out`. `None` when `text` holds
-    /// a lone surrogate (`out` is then as it was).
-    fn append(&mut self, text: &Bound<'_, PyString>, length: usize) -> PyResult<Option<Range<usize>>> {
+    pub(crate) fn for_chars(expected_chars: usize) -> Self {
+        Self { expected_chars, ..Self::default() }
+    }
+
+    /// Append the UTF-8 of the characters `chars` of `text`, read
+    /// `CHUNK_CHARS` code points at a time through the stable ABI
+    /// (`PyUnicode_Substring`, then `PyUnicode_AsUCS4`: both copy with
+    /// vectorised loops) and encoded by `utf32::push_utf8`; where it is in
+    /// `out`. `None` when they hold a lone surrogate (`out` is then as it was).
+    pub(crate) fn append(&mut self, text: &Bound<'_, PyString>, chars: Range<usize>) -> PyResult<Option<Range<usize>>> {
         if self.out.capacity() == 0 {
             // Mostly ASCII text fits at once; anything wider grows the buffer.
-            let chars = self.expected_chars;
-            self.out = huge_pages::vec_with_capacity(chars + chars / 8 + 4 * CHUNK_CHARS);
+            let expected = self.expected_chars;
+            self.out = huge_pages::vec_with_capacity(expected + expected / 8 + 4 * CHUNK_CHARS);
         }
-        self.code_points.resize(CHUNK_CHARS.min(length).max(self.code_points.len()), 0);
+        self.code_points.resize(CHUNK_CHARS.min(chars.len()).max(self.code_points.len()), 0);
         let begin = self.out.len();
-        for start in (0..length).step_by(CHUNK_CHARS) {
-            let end = (start + CHUNK_CHARS).min(length);
-            // SAFETY: `text` is a live `str` and the GIL is held; 0 <= start < end <= its length.
+        for start in chars.clone().step_by(CHUNK_CHARS) {
+            let end = (start + CHUNK_CHARS).min(chars.end);
+            // SAFETY: `text` is a live `str` and the GIL is held; start < end <= its length.
             let chunk = unsafe { ffi::PyUnicode_Substring(text.as_ptr(), start as Py_ssize_t, end as Py_ssize_t) };
             // SAFETY: a new reference, or null with an exception set.
             let chunk = unsafe { Bound::from_owned_ptr_or_err(text.py(), chunk)? };
@@ -164,5 +181,16 @@ impl Transcoder {
             }
         }
         Ok(Some(begin..self.out.len()))
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        // SAFETY: `append` writes only the UTF-8 of Unicode scalar values, and
+        // `out` is only ever cut (by its users) at the ends of what it wrote.
+        unsafe { std::str::from_utf8_unchecked(&self.out) }
+    }
+
+    fn into_string(self) -> String {
+        // SAFETY: as `as_str`.
+        unsafe { String::from_utf8_unchecked(self.out) }
     }
 }
