@@ -858,6 +858,8 @@ def test_long_text_read_ahead_in_stretches_encodes_as_its_utf8(tiny, gpt2, tikto
         assert tiny.decode(ids) == text, name
         assert tiny.encode(text) == ids, name  # seen again: CPython's UTF-8
         assert gpt2.encode("".join([text[:1], text[1:]])) == tiktoken_gpt2.encode(text, allowed_special="all"), name
+        as_text = gpt2.encode("".join([text[:1], text[1:]]), allowed_special=set(), disallowed_special=())
+        assert as_text == tiktoken_gpt2.encode(text, disallowed_special=()), name
 
 
 @pytest.mark.parametrize("at", [0, 16383, 16384, 40_000, 70_000])
