@@ -9,6 +9,11 @@
 //! `PyUnicode_AsUTF8AndSize`: in the stable ABI from 3.10, and exported by
 //! every CPython since 3.3, 3.9 included, so it links and runs on all the
 //! versions the wheel serves.
+//!
+//! A long `str` that is not ASCII has no UTF-8 form until CPython makes one,
+//! a character at a time; there the binding transcodes it itself
+//! (`utf8_for_call`, `Transcoder`), reading its code points through the
+//! stable ABI.
 
 use std::collections::HashSet;
 use std::ffi::c_char;
@@ -54,7 +59,28 @@ const CHUNK_CHARS: usize = 1 << 14;
 /// the same length at the same address is asked of CPython, which is never
 /// wrong, only slower.
 #[derive(Default)]
-pub struct LastTranscoded(pub(crate) Mutex<HashSet<(usize, usize)>>);
+pub struct LastTranscoded(Mutex<HashSet<(usize, usize)>>);
+
+impl LastTranscoded {
+    /// For each of `texts` (of `lengths` characters), whether to transcode
+    /// it rather than ask CPython: 4 Ki characters or more, not ASCII, and
+    /// not seen by the previous call. Remembers this call's.
+    pub fn choose(&self, texts: &[Bound<'_, PyString>], lengths: &[usize]) -> PyResult<Vec<bool>> {
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = HashSet::new();
+        let mut choices = Vec::with_capacity(texts.len());
+        for (text, &length) in texts.iter().zip(lengths) {
+            let identity = (text.as_ptr() as usize, length);
+            let long_and_wide = length >= TRANSCODE_MIN_CHARS && !is_ascii(text)?;
+            choices.push(long_and_wide && !last.contains(&identity));
+            if long_and_wide {
+                seen.insert(identity);
+            }
+        }
+        *last = seen;
+        Ok(choices)
+    }
+}
 
 /// The UTF-8 of each text of one encode call (`utf8_for_call`): borrowed
 /// from CPython, or transcoded into one buffer for the whole call.
@@ -84,7 +110,7 @@ impl<'a> Utf8Texts<'a> {
 /// The UTF-8 of each of `texts` for one encode call.
 ///
 /// A `str` of 4 Ki characters or more that is not ASCII, not seen by the
-/// previous call, is transcoded here (`transcode`), and nothing is kept
+/// previous call, is transcoded here (`Transcoder`), and nothing is kept
 /// after the call: CPython's own conversion is one character at a time, 12
 /// ms of a 61 ms first call on 10 MB of Gutenberg (curly quotes make it a
 /// 2-byte `str`), and it faults in a fresh buffer for each text. A `str`
@@ -93,40 +119,18 @@ impl<'a> Utf8Texts<'a> {
 /// nothing from its third call on. ASCII `str`s are their own UTF-8 and
 /// short ones are cheap: always borrowed.
 pub fn utf8_for_call<'a>(texts: &'a [Bound<'_, PyString>], last: &LastTranscoded) -> PyResult<Utf8Texts<'a>> {
-    let mut last = last.0.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut seen = HashSet::new();
     let lengths = texts.iter().map(|text| text.len()).collect::<PyResult<Vec<usize>>>()?;
+    let choices = last.choose(texts, &lengths)?;
     let mut transcoder = Transcoder::for_chars(lengths.iter().sum());
     let mut all = Vec::with_capacity(texts.len());
-    for (text, &length) in texts.iter().zip(&lengths) {
-        let transcoded = match to_transcode(text, length, &last, &mut seen)? {
-            true => transcoder.append(text, 0..length)?,
-            false => None,
-        };
+    for ((text, &length), transcode) in texts.iter().zip(&lengths).zip(choices) {
+        let transcoded = if transcode { transcoder.append(text, 0..length)? } else { None };
         // Borrowed, or a lone surrogate (CPython raises its UnicodeEncodeError, as it always has).
         all.push(
             transcoded.map_or_else(|| utf8(text).map(Utf8Text::Borrowed), |range| Ok(Utf8Text::Transcoded(range)))?,
         );
     }
-    *last = seen;
     Ok(Utf8Texts { transcoded: transcoder.into_string(), texts: all })
-}
-
-/// Whether to transcode `text` (of `length` characters) rather than ask
-/// CPython (`utf8_for_call`): long, not ASCII, and not in `last`; recorded
-/// in `seen` when long and not ASCII.
-pub(crate) fn to_transcode(
-    text: &Bound<'_, PyString>,
-    length: usize,
-    last: &HashSet<(usize, usize)>,
-    seen: &mut HashSet<(usize, usize)>,
-) -> PyResult<bool> {
-    if length < TRANSCODE_MIN_CHARS || is_ascii(text)? {
-        return Ok(false);
-    }
-    let identity = (text.as_ptr() as usize, length);
-    seen.insert(identity);
-    Ok(!last.contains(&identity))
 }
 
 fn is_ascii(text: &Bound<'_, PyString>) -> PyResult<bool> {
@@ -138,7 +142,7 @@ fn is_ascii(text: &Bound<'_, PyString>) -> PyResult<bool> {
 /// one for the code points of a chunk.
 #[derive(Default)]
 pub(crate) struct Transcoder {
-    pub(crate) out: Vec<u8>,
+    out: Vec<u8>,
     code_points: Vec<u32>,
     /// The characters `out` is sized for when first used.
     expected_chars: usize,
@@ -183,10 +187,21 @@ impl Transcoder {
         Ok(Some(begin..self.out.len()))
     }
 
+    /// All the UTF-8 appended and not dropped.
     pub(crate) fn as_str(&self) -> &str {
-        // SAFETY: `append` writes only the UTF-8 of Unicode scalar values, and
-        // `out` is only ever cut (by its users) at the ends of what it wrote.
+        // SAFETY: `append` writes only the UTF-8 of Unicode scalar values,
+        // and `drop_front` cuts only between characters.
         unsafe { std::str::from_utf8_unchecked(&self.out) }
+    }
+
+    /// Drop the first `bytes` of `as_str`, which must end on a character.
+    pub(crate) fn drop_front(&mut self, bytes: usize) {
+        assert!(self.as_str().is_char_boundary(bytes), "dropped inside a character");
+        self.out.drain(..bytes);
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.out.clear();
     }
 
     fn into_string(self) -> String {

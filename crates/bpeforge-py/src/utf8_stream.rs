@@ -10,13 +10,10 @@
 //! transcoder has just left in the cache. Any other `str` is CPython's UTF-8,
 //! borrowed whole.
 
-use std::collections::HashSet;
-use std::sync::PoisonError;
-
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::text::{to_transcode, utf8, LastTranscoded, Transcoder};
+use crate::text::{utf8, LastTranscoded, Transcoder};
 
 /// Characters transcoded ahead of the encoder at a time (more when the text
 /// has no place to cut in them: a megabyte-long run of one letter).
@@ -40,13 +37,9 @@ impl<'a, 'py> Utf8Stream<'a, 'py> {
     /// a `str` the previous call saw is asked of CPython).
     pub fn new(text: &'a Bound<'py, PyString>, last: &LastTranscoded) -> PyResult<Self> {
         let length = text.len()?;
+        let transcode = last.choose(std::slice::from_ref(text), &[length])?[0];
         let mut stream =
             Self { text, borrowed: None, transcoder: Transcoder::default(), read_chars: 0, length, taken: 0 };
-        let mut last = last.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut seen = HashSet::new();
-        let transcode = to_transcode(text, length, &last, &mut seen)?;
-        *last = seen;
-        drop(last);
         if transcode {
             stream.transcoder = Transcoder::for_chars(STREAM_CHARS.min(length) * 2);
             stream.read_more()?;
@@ -79,7 +72,7 @@ impl<'a, 'py> Utf8Stream<'a, 'py> {
     /// The encoder took the first `bytes` of `rest` (a prefix ending on a character).
     pub fn take(&mut self, bytes: usize) {
         if self.borrowed.is_none() {
-            self.transcoder.out.drain(..bytes);
+            self.transcoder.drop_front(bytes);
         }
         self.taken += bytes;
     }
@@ -89,14 +82,14 @@ impl<'a, 'py> Utf8Stream<'a, 'py> {
     /// steps, and the scans for a cut stay linear in all). A lone surrogate
     /// raises CPython's UnicodeEncodeError for the whole `str`.
     pub fn read_more(&mut self) -> PyResult<()> {
-        let chars = STREAM_CHARS.max(self.transcoder.out.len());
+        let chars = STREAM_CHARS.max(self.transcoder.as_str().len());
         let next = self.read_chars..(self.read_chars + chars).min(self.length);
         if self.transcoder.append(self.text, next.clone())?.is_none() {
             // CPython finds the surrogate too and raises; were it to convert
             // the text after all, its UTF-8 goes on from the bytes taken.
             let whole = utf8(self.text)?;
-            let read = self.taken + self.transcoder.out.len();
-            self.transcoder.out.clear();
+            let read = self.taken + self.transcoder.as_str().len();
+            self.transcoder.clear();
             self.borrowed = Some(whole);
             debug_assert!(whole.is_char_boundary(read), "CPython's UTF-8 differs from the transcoded one");
             return Ok(());
