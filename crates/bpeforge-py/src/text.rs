@@ -66,18 +66,16 @@ impl LastTranscoded {
     /// it rather than ask CPython: 4 Ki characters or more, not ASCII, and
     /// not seen by the previous call. Remembers this call's.
     pub fn choose(&self, texts: &[Bound<'_, PyString>], lengths: &[usize]) -> PyResult<Vec<bool>> {
-        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut seen = HashSet::new();
-        let mut choices = Vec::with_capacity(texts.len());
+        // The Python calls first: nothing that could let another thread run
+        // happens while the lock is held.
+        let mut wide = Vec::with_capacity(texts.len());
         for (text, &length) in texts.iter().zip(lengths) {
-            let identity = (text.as_ptr() as usize, length);
             let long_and_wide = length >= TRANSCODE_MIN_CHARS && !is_ascii(text)?;
-            choices.push(long_and_wide && !last.contains(&identity));
-            if long_and_wide {
-                seen.insert(identity);
-            }
+            wide.push(long_and_wide.then_some((text.as_ptr() as usize, length)));
         }
-        *last = seen;
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let choices = wide.iter().map(|identity| identity.is_some_and(|identity| !last.contains(&identity))).collect();
+        *last = wide.into_iter().flatten().collect();
         Ok(choices)
     }
 }
