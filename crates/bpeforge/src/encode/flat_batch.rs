@@ -8,6 +8,8 @@
 //! documents of 10 MB of 20news) after copying them. A 1-thread batch of
 //! that text took 20.0 instead of 24.1 ms (medians of six).
 
+use std::mem::MaybeUninit;
+
 /// The ids one worker wrote and which text each run of them belongs to.
 #[derive(Default)]
 pub(super) struct WorkerIds {
@@ -30,9 +32,14 @@ impl WorkerIds {
     }
 }
 
+/// A text's room in the output and the ids to write there.
+type RoomAndIds<'a> = (&'a mut [MaybeUninit<u32>], &'a [u32]);
+
 /// Append the workers' ids to `out` in text order, and each text's end in
 /// `out` to `ends`. Every text of the batch (`texts` of them) is in exactly
-/// one worker's spans.
+/// one worker's spans. Each worker's ids are copied by a task of their own
+/// on the current pool: on one thread, the copy of 10 MB of Gutenberg's ids
+/// (1 ms) was a tenth of a 2-thread call.
 pub(super) fn append_in_text_order(out: &mut Vec<u32>, workers: &[WorkerIds], texts: usize, ends: &mut Vec<usize>) {
     const NOWHERE: (usize, usize, usize) = (usize::MAX, 0, 0);
     // Where each text's ids are: (worker, start, end).
@@ -43,11 +50,34 @@ pub(super) fn append_in_text_order(out: &mut Vec<u32>, workers: &[WorkerIds], te
         }
     }
     debug_assert!(!at.contains(&NOWHERE), "a text no worker encoded");
-    out.reserve(workers.iter().map(|written| written.ids.len()).sum());
+    let total: usize = workers.iter().map(|written| written.ids.len()).sum();
+    out.reserve(total);
+    let base = out.len();
+    // Each text's room in `out`, in text order, handed to the worker that
+    // holds its ids.
+    let mut copies: Vec<Vec<RoomAndIds>> = workers.iter().map(|_| Vec::new()).collect();
+    let (mut room, mut filled) = (&mut out.spare_capacity_mut()[..total], base);
     for (worker, start, end) in at {
-        out.extend_from_slice(&workers[worker].ids[start..end]);
-        ends.push(out.len());
+        let (here, after) = std::mem::take(&mut room).split_at_mut(end - start);
+        copies[worker].push((here, &workers[worker].ids[start..end]));
+        room = after;
+        filled += end - start;
+        ends.push(filled);
     }
+    rayon::scope(|scope| {
+        for worker_copies in copies {
+            scope.spawn(move |_| {
+                for (here, ids) in worker_copies {
+                    for (slot, &id) in here.iter_mut().zip(ids) {
+                        slot.write(id);
+                    }
+                }
+            });
+        }
+    });
+    // SAFETY: the `total` slots after `base` were split into one room per
+    // text, of its ids' length, and every room was written above.
+    unsafe { out.set_len(base + total) };
 }
 
 #[cfg(test)]
