@@ -7,8 +7,9 @@
 //! curly quote every 240 characters took 12 ms of a 61 ms first call. Here a
 //! block of 16 code points is tested and narrowed in a few SSE2
 //! instructions (part of every x86-64: no CPU feature to detect), its ASCII
-//! prefix kept, and the code point after it encoded alone; the tests check
-//! the result against std's `char::encode_utf8` on every code point.
+//! prefix kept, and the run of other code points after it encoded one at a
+//! time; the tests check the result against std's `char::encode_utf8` on
+//! every code point.
 
 use std::mem::MaybeUninit;
 
@@ -99,9 +100,8 @@ fn ascii_prefix(block: &[u32; BLOCK]) -> ([u8; BLOCK], usize) {
     (block.map(|code_point| code_point as u8), block.iter().take_while(|&&code_point| code_point < 0x80).count())
 }
 
-/// Write the UTF-8 of one scalar value at the start of `room` (4 bytes or
-/// more); the number of bytes. A code point that is not a scalar value
-/// writes bytes the caller throws away.
+/// Write the UTF-8 of one scalar value (the caller has checked it is one)
+/// at the start of `room` (4 bytes or more); the number of bytes.
 #[inline(always)]
 fn write_utf8(c: u32, room: &mut [MaybeUninit<u8>]) -> usize {
     let low6 = |shift: u32| 0x80 | (c >> shift & 0x3F);
