@@ -92,16 +92,15 @@ enum Utf8Text<'a> {
     Transcoded(Range<usize>),
 }
 
-impl<'a> Utf8Texts<'a> {
-    pub fn get(&self, index: usize) -> &str {
-        match &self.texts[index] {
-            Utf8Text::Borrowed(text) => text,
-            Utf8Text::Transcoded(range) => &self.transcoded[range.clone()],
-        }
-    }
-
+impl Utf8Texts<'_> {
     pub fn to_vec(&self) -> Vec<&str> {
-        (0..self.texts.len()).map(|index| self.get(index)).collect()
+        self.texts
+            .iter()
+            .map(|text| match text {
+                Utf8Text::Borrowed(text) => *text,
+                Utf8Text::Transcoded(range) => &self.transcoded[range.clone()],
+            })
+            .collect()
     }
 }
 

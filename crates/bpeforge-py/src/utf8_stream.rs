@@ -38,13 +38,11 @@ impl<'a, 'py> Utf8Stream<'a, 'py> {
     pub fn new(text: &'a Bound<'py, PyString>, last: &LastTranscoded) -> PyResult<Self> {
         let length = text.len()?;
         let transcode = last.choose(std::slice::from_ref(text), &[length])?[0];
-        let mut stream =
-            Self { text, borrowed: None, transcoder: Transcoder::default(), read_chars: 0, length, taken: 0 };
+        let borrowed = if transcode { None } else { Some(utf8(text)?) };
+        let transcoder = Transcoder::for_chars(if transcode { STREAM_CHARS.min(length) * 2 } else { 0 });
+        let mut stream = Self { text, borrowed, transcoder, read_chars: 0, length, taken: 0 };
         if transcode {
-            stream.transcoder = Transcoder::for_chars(STREAM_CHARS.min(length) * 2);
             stream.read_more()?;
-        } else {
-            stream.borrowed = Some(utf8(text)?);
         }
         Ok(stream)
     }
