@@ -57,6 +57,17 @@ impl SpecialSplitter {
             .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
     }
 
+    /// Whether an occurrence of a special token in `haystack` starts before
+    /// byte `at` and ends after it (overlapping ones too: any occurrence, not
+    /// only `find_all`'s matches). Checks each token at each start that could
+    /// reach past `at`: a few hundred short compares.
+    pub fn straddles(&self, haystack: &[u8], at: usize) -> bool {
+        self.tokens.iter().any(|token| {
+            let token = token.as_bytes();
+            (at.saturating_sub(token.len() - 1)..at).any(|start| haystack[start..].starts_with(token))
+        })
+    }
+
     /// The text between specials and the specials themselves, in order.
     /// Empty text pieces are left out.
     pub fn split<'s, 't>(&'s self, text: &'t str) -> impl Iterator<Item = Piece<'t>> + use<'s, 't> {
