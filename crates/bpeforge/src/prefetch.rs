@@ -22,13 +22,20 @@ pub fn prefetch<T>(value: &T) {
 /// needed); elsewhere a no-op (aarch64's prefetch intrinsic is not stable yet).
 #[inline(always)]
 pub fn prefetch_to<const LEVEL: i32, T>(value: &T) {
+    prefetch_address::<LEVEL, T>(value);
+}
+
+/// `prefetch_to` of any address, which need not point at anything (a hint
+/// for an address past a table's end is only wasted).
+#[inline(always)]
+pub fn prefetch_address<const LEVEL: i32, T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching any address is allowed and has no effect on memory.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<LEVEL>(value as *const T as *const i8);
+        std::arch::x86_64::_mm_prefetch::<LEVEL>(address.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = address;
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]

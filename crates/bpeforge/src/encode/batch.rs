@@ -4,6 +4,7 @@
 use super::EncodeState;
 use crate::long_pieces::{hash_long, LongPieceTable};
 use crate::packed::{hash_packed, pack_at};
+use crate::piece_table::Probe;
 use crate::prefetch::L2;
 use crate::scan::BATCH_ROOM;
 
@@ -16,9 +17,16 @@ use crate::scan::BATCH_ROOM;
 /// `L1_AHEAD` pieces before a lookup.
 pub(super) struct PieceBatch {
     pub(super) keys: [u128; BATCH_SLOTS],
-    pub(super) hashes: [u64; BATCH_SLOTS],
+    /// Each key's bucket in the thread's table (`Probe::bucket_index`), as
+    /// the table stood when the batch was packed (`buckets_shift`).
+    pub(super) buckets: [u32; BATCH_SLOTS],
+    /// The table's `Probe::shift` when `buckets` were worked out: a piece
+    /// merged between two runs of hits may grow the table (or start it over).
+    buckets_shift: u32,
+    /// The `hash_long` of each piece too long to pack, when `long_hashed`.
+    long_hashes: [u64; BATCH_SLOTS],
     /// Whether the pieces too long to pack have their `hash_long` in
-    /// `hashes` (`hash_long_pieces`), or only `hash_packed(UNPACKED)`.
+    /// `long_hashes` (`hash_long_pieces`).
     long_hashed: bool,
 }
 
@@ -43,7 +51,13 @@ pub(super) const UNPACKED: u128 = u128::MAX;
 
 impl Default for PieceBatch {
     fn default() -> Self {
-        Self { keys: [0; BATCH_SLOTS], hashes: [0; BATCH_SLOTS], long_hashed: false }
+        Self {
+            keys: [0; BATCH_SLOTS],
+            buckets: [0; BATCH_SLOTS],
+            buckets_shift: 0,
+            long_hashes: [0; BATCH_SLOTS],
+            long_hashed: false,
+        }
     }
 }
 
@@ -58,11 +72,12 @@ impl PieceBatch {
         let mut start = from;
         for (i, &end) in ends.iter().enumerate() {
             let key = pack_at(document, start, end).unwrap_or(UNPACKED);
-            let hash = hash_packed(key);
-            table.prefetch::<L2>(hash);
-            (self.keys[i], self.hashes[i]) = (key, hash);
+            let bucket = table.bucket_index(hash_packed(key));
+            table.prefetch_at::<L2>(bucket);
+            (self.keys[i], self.buckets[i]) = (key, bucket);
             start = end;
         }
+        self.buckets_shift = table.shift();
         self.long_hashed = state.long_pieces_last_batch >= LONG_PREFETCH_MIN;
         if self.long_hashed {
             self.hash_long_pieces(document, from, ends, &state.long);
@@ -76,18 +91,36 @@ impl PieceBatch {
     fn hash_long_pieces(&mut self, document: &[u8], mut start: usize, ends: &[usize], long: &LongPieceTable) {
         for (i, &end) in ends.iter().enumerate() {
             if self.keys[i] == UNPACKED {
-                self.hashes[i] = hash_long(&document[start..end]);
-                long.prefetch(self.hashes[i]);
+                self.long_hashes[i] = hash_long(&document[start..end]);
+                long.prefetch(self.long_hashes[i]);
             }
             start = end;
         }
+    }
+
+    /// Make `buckets` those of `table` for pieces `from..pieces`: worked out
+    /// again if the table has changed its size since they were packed
+    /// (`buckets_shift`), so that `Probe::get_inline_at` may trust them.
+    #[inline(always)]
+    pub(super) fn refresh_buckets(&mut self, table: Probe<'_>, from: usize, pieces: usize) {
+        if table.shift() != self.buckets_shift {
+            self.rework_buckets(table, from, pieces);
+        }
+    }
+
+    #[inline(never)]
+    fn rework_buckets(&mut self, table: Probe<'_>, from: usize, pieces: usize) {
+        for i in from..pieces {
+            self.buckets[i] = table.bucket_index(hash_packed(self.keys[i]));
+        }
+        self.buckets_shift = table.shift();
     }
 
     /// The `hash_long` of piece `i` (`piece` its bytes), too long to pack.
     #[inline]
     pub(super) fn long_hash(&self, i: usize, piece: &[u8]) -> u64 {
         if self.long_hashed {
-            self.hashes[i]
+            self.long_hashes[i]
         } else {
             hash_long(piece)
         }

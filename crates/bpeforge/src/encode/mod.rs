@@ -286,7 +286,7 @@ impl Encoder {
         document: &[u8],
         from: usize,
         ends: &[usize],
-        batch: &PieceBatch,
+        batch: &mut PieceBatch,
         state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) {
@@ -300,7 +300,8 @@ impl Encoder {
                     long_pieces += 1;
                     self.encode_long_pretoken(piece, batch.long_hash(i, piece), state, out);
                 } else {
-                    self.encode_pretoken(piece, batch.keys[i], batch.hashes[i], state, out);
+                    let key = batch.keys[i];
+                    self.encode_pretoken(piece, key, hash_packed(key), state, out);
                 }
                 i += 1;
             }
@@ -320,23 +321,25 @@ impl Encoder {
     #[inline(always)]
     fn encode_hits(
         &self,
-        batch: &PieceBatch,
+        batch: &mut PieceBatch,
         pieces: usize,
         from: usize,
         state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) -> usize {
         let table = state.table.probe();
+        batch.refresh_buckets(table, from, pieces);
         // Each hit copies a whole entry: `INLINE_IDS` ids and its length.
         out.reserve((pieces - from) * INLINE_IDS + 1);
         let room = out.spare_capacity_mut().as_mut_ptr();
         let (mut i, mut written) = (from, 0);
         while i < pieces {
             // Past `pieces` this prefetches a stale hash: harmless, and no branch.
-            table.prefetch::<L1>(batch.hashes[(i + L1_AHEAD) % BATCH_SLOTS]);
+            table.prefetch_at::<L1>(batch.buckets[(i + L1_AHEAD) % BATCH_SLOTS]);
             // A piece too long to pack (`UNPACKED`) is never found: it ends the run too.
             let key = batch.keys[i % BATCH_SLOTS];
-            let Some(entry) = table.get_inline(key, batch.hashes[i % BATCH_SLOTS]) else { break };
+            // SAFETY: `refresh_buckets` made the buckets of pieces `from..pieces` this table's.
+            let Some(entry) = (unsafe { table.get_inline_at(key, batch.buckets[i % BATCH_SLOTS]) }) else { break };
             // SAFETY: `written <= (i - from) * INLINE_IDS`, so these
             // `INLINE_IDS + 1` slots are within the room reserved above for
             // `pieces - from` pieces.
@@ -664,7 +667,7 @@ impl Encoder {
             #[inline(always)]
             |ends| {
                 batch.pack(bytes, from, ends, state);
-                self.encode_batch_of_pieces(bytes, from, ends, &batch, state, out);
+                self.encode_batch_of_pieces(bytes, from, ends, &mut batch, state, out);
                 from = ends[ends.len() - 1];
             },
         );
@@ -720,6 +723,32 @@ mod tests {
         let ids = encoder().encode("a t<|e|><|e|>x<|e|>").unwrap();
         // "a", " t" (merged), the double special, "x", the single special.
         assert_eq!(ids, [b'a' as u32, 256, 258, b'x' as u32, 257]);
+    }
+
+    /// A streaming state's table (1 Ki buckets) starts over again and again
+    /// on 60 K distinct pieces, often in the middle of a batch, where the
+    /// batch's buckets, worked out for the larger table, would be past the
+    /// new one's end (`PieceBatch::refresh_buckets`; a debug build checks
+    /// each index): the ids are those of no cache.
+    #[test]
+    fn a_table_that_starts_over_mid_batch_gives_the_same_ids() {
+        let enc = encoder();
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        let mut word = || -> String { (0..rng.below(6) + 3).map(|_| (b'a' + rng.below(26) as u8) as char).collect() };
+        let words: Vec<String> =
+            (0..60_000).map(|i| if i % 3 == 0 { " the".into() } else { format!(" {}", word()) }).collect();
+        let distinct: std::collections::HashSet<&String> = words.iter().collect();
+        assert!(distinct.len() > 30_000, "{} distinct pieces", distinct.len());
+        let text = words.concat();
+        enc.set_cache_bytes(0);
+        let expected = enc.encode(&text).unwrap();
+        enc.set_cache_bytes(DEFAULT_CACHE_BYTES);
+        let mut state = enc.lookup_only_state();
+        for call in 0..2 {
+            let mut out = Vec::new();
+            enc.encode_with(&text, &mut state, &mut out).unwrap();
+            assert!(out == expected, "call {call}");
+        }
     }
 
     /// Tokens that merge to themselves ("ab", "abc") and one that does not
