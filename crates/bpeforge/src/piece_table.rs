@@ -211,9 +211,9 @@ impl PieceTable {
             // `Probe` then never checks its index (see `Probe::bucket`).
             const EMPTY: Bucket = Bucket { keys: [0; WAYS], entries: [Entry { ids: [0; INLINE_IDS], len: 0 }; WAYS] };
             static NO_BUCKETS: [Bucket; 2] = [EMPTY; 2];
-            return Probe { buckets: &NO_BUCKETS, shift: 63 };
+            return Probe { buckets: &NO_BUCKETS, shift: 63, overflow: &[] };
         }
-        Probe { buckets: &self.buckets, shift: self.shift }
+        Probe { buckets: &self.buckets, shift: self.shift, overflow: &self.overflow }
     }
 
     /// Append the ids of `key` to `out` if the table has them. A seed found
@@ -462,6 +462,7 @@ fn set_bit(bits: &mut [u64], index: usize) {
 pub struct Probe<'t> {
     buckets: &'t [Bucket],
     shift: u32,
+    overflow: &'t [u32],
 }
 
 impl<'t> Probe<'t> {
@@ -517,6 +518,25 @@ impl<'t> Probe<'t> {
         // SAFETY: `bucket_index` with this shift is below `buckets.len()` (see `bucket`).
         let bucket = unsafe { self.buckets.get_unchecked(index as usize) };
         Self::entry_in(bucket, key)
+    }
+
+    /// The ids of `key` when its entry in bucket `index` keeps them in the
+    /// overflow (more than `INLINE_IDS`): what the warm path asks after
+    /// `get_inline_at` missed, 0.8% of English pieces. `None` for a miss or
+    /// a seed.
+    ///
+    /// # Safety
+    /// As for `get_inline_at`.
+    #[inline(always)]
+    pub unsafe fn get_overflowed_at(self, key: u128, index: u32) -> Option<&'t [u32]> {
+        debug_assert!((index as usize) < self.buckets.len());
+        // SAFETY: as in `get_inline_at`.
+        let bucket = unsafe { self.buckets.get_unchecked(index as usize) };
+        let way = bucket.keys.iter().position(|&resident| resident == key)?;
+        let entry = &bucket.entries[way];
+        let len = entry.id_count();
+        let start = entry.ids[0] as usize;
+        (len > INLINE_IDS && !entry.is_seed()).then(|| &self.overflow[start..start + len])
     }
 
     /// The entry of `key`, when the table has its ids inline (at most
@@ -611,6 +631,31 @@ mod tests {
         let mut empty = PieceTable::default();
         empty.reserve(0);
         assert_eq!(empty.buckets.len(), FIRST_BUCKETS);
+    }
+
+    /// The warm path's two lookups by bucket index: inline ids from one,
+    /// overflowed ids from the other, a seed or a miss from neither.
+    #[test]
+    fn the_warm_path_finds_inline_and_overflowed_ids_and_passes_seeds_on() {
+        let mut table = PieceTable::with_max_buckets(1 << 8);
+        table.reserve_all();
+        let (seed, short, long, absent) = (key(1), key(2), key(3), key(4));
+        table.plant(seed, hash_packed(seed), 11);
+        table.insert(short, hash_packed(short), &[5, 6]);
+        table.insert(long, hash_packed(long), &[7, 8, 9, 10, 11]);
+        let probe = table.probe();
+        let lookups = |key: u128| {
+            let bucket = probe.bucket_index(hash_packed(key));
+            // SAFETY: the bucket index is this probe's.
+            unsafe {
+                let inline = probe.get_inline_at(key, bucket).map(|entry| entry.ids[..entry.id_count()].to_vec());
+                (inline, probe.get_overflowed_at(key, bucket).map(<[u32]>::to_vec))
+            }
+        };
+        assert_eq!(lookups(short), (Some(vec![5, 6]), None));
+        assert_eq!(lookups(long), (None, Some(vec![7, 8, 9, 10, 11])));
+        assert_eq!(lookups(seed), (None, None), "a seed goes to `get`, which makes it a piece");
+        assert_eq!(lookups(absent), (None, None));
     }
 
     #[test]
