@@ -250,7 +250,7 @@ pub struct CacheInfo {
     /// Pre-tokens no cache could answer: their merges were applied.
     pub misses: u64,
     /// Threads' own tables kept between calls (`Encoder::pooled_state`), and
-    /// their bytes (each state at most 8 MiB of short pieces, 1 MiB of their
+    /// their bytes (each state at most 16 MiB of short pieces, 2 MiB of their
     /// long id lists and `long_pieces::LONG_TABLE_BYTES` of long pieces).
     pub thread_tables: usize,
     pub thread_table_bytes: usize,

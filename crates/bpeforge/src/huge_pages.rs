@@ -5,7 +5,7 @@
 //! of ids, and touching that buffer page by page cost 4.1-4.5 ms in a fresh
 //! process on the VM, against 1.05-1.13 ms once the buffer was
 //! `madvise(MADV_HUGEPAGE)`d (2 MiB pages: one fault per 512 pages; best of
-//! 3 fresh processes each). A thread's piece table, which doubles up to 8 MiB
+//! 3 fresh processes each). A thread's piece table, which doubles up to 16 MiB
 //! during a first call, faults in the same way. With both advised, the first
 //! `encode_to_numpy` of 10 MB in a fresh process went from 60-62 to 53-56 ms
 //! on Gutenberg and from 70-73 to 61-63 ms on 20news (GPT-2; warm calls

@@ -163,7 +163,7 @@ pub(super) const NEW_ENTRIES_MAX: usize = 16 << 10;
 /// The states of finished calls, lent again to later ones so that their own
 /// tables stay warm: the encoder keeps one (`pooled_state`), and file
 /// encoding one of private states for the length of a run. Bounded: a state
-/// holds at most a `piece_table::MAX_BUCKETS` table (8 MiB), and no more are
+/// holds at most a `piece_table::MAX_BUCKETS` table (16 MiB), and no more are
 /// kept than `KEPT_STATES_MAX` (in practice, as many as threads encoded at
 /// once).
 ///
