@@ -6,7 +6,7 @@
 //! `<|endoftext|>` and `<|endoftext|><|endoftext|>` both special the double is
 //! one match.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, Anchored, Input, MatchKind, StartKind};
 
 use crate::error::Error;
 
@@ -22,22 +22,30 @@ pub enum Piece<'t> {
 pub struct SpecialSplitter {
     tokens: Vec<String>,
     automaton: Option<AhoCorasick>,
+    /// The same tokens for anchored searches only (`straddles`): one
+    /// automaton for both kinds may cost twice the memory and time.
+    anchored: Option<AhoCorasick>,
+    max_len: usize,
 }
 
 impl SpecialSplitter {
     /// Rejects empty and duplicated tokens: both make the split ill-defined.
     pub fn new(tokens: &[String]) -> Result<Self, Error> {
         validate(tokens)?;
-        let automaton = if tokens.is_empty() {
-            None
-        } else {
+        let build = |start: StartKind| -> Result<Option<AhoCorasick>, Error> {
+            if tokens.is_empty() {
+                return Ok(None);
+            }
             let built = AhoCorasick::builder()
                 .match_kind(MatchKind::LeftmostLongest)
+                .start_kind(start)
                 .build(tokens)
                 .map_err(|e| Error::InvalidArgument(format!("special tokens: {e}")))?;
-            Some(built)
+            Ok(Some(built))
         };
-        Ok(Self { tokens: tokens.to_vec(), automaton })
+        let (automaton, anchored) = (build(StartKind::Unanchored)?, build(StartKind::Anchored)?);
+        let max_len = tokens.iter().map(String::len).max().unwrap_or(0);
+        Ok(Self { tokens: tokens.to_vec(), automaton, anchored, max_len })
     }
 
     pub fn tokens(&self) -> &[String] {
@@ -46,7 +54,7 @@ impl SpecialSplitter {
 
     /// Length in bytes of the longest special token (0 without any).
     pub fn max_len(&self) -> usize {
-        self.tokens.iter().map(String::len).max().unwrap_or(0)
+        self.max_len
     }
 
     /// Byte ranges `(start, end, token index)` of the matches in `haystack`.
@@ -59,13 +67,14 @@ impl SpecialSplitter {
 
     /// Whether an occurrence of a special token in `haystack` starts before
     /// byte `at` and ends after it (overlapping ones too: any occurrence, not
-    /// only `find_all`'s matches). Checks each token at each start that could
-    /// reach past `at`: a few hundred short compares.
+    /// only `find_all`'s matches). At each start that could reach past `at`,
+    /// the longest token there (an anchored search): fewer than `max_len`
+    /// short searches, however many tokens there are.
     pub fn straddles(&self, haystack: &[u8], at: usize) -> bool {
-        self.tokens.iter().any(|token| {
-            let token = token.as_bytes();
-            (at.saturating_sub(token.len() - 1)..at).any(|start| haystack[start..].starts_with(token))
-        })
+        let Some(anchored) = &self.anchored else { return false };
+        let longest_at = |start: usize| anchored.find(Input::new(haystack).range(start..).anchored(Anchored::Yes));
+        (at.saturating_sub(self.max_len.saturating_sub(1))..at)
+            .any(|start| longest_at(start).is_some_and(|m| m.end() > at))
     }
 
     /// The text between specials and the specials themselves, in order.
