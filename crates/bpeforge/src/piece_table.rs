@@ -61,6 +61,12 @@ const FIRST_BUCKETS: usize = 256;
 /// from 467-473 to 509-516 MB/s, on Gutenberg from 628-638 to 652-653, and
 /// first calls did not change (medians of 6-8 processes).
 pub const MAX_BUCKETS: usize = 1 << 18;
+/// The size a table is grown to before seeds are planted in a call
+/// (`reserve_for_seeds`): 8 MiB, the bound until the seventeenth session.
+/// Planted in a table at the bound, each worker of a first 2-thread batch on
+/// 10 MB of Gutenberg faulted in and zeroed 16 MiB: 51.7 -> 60.8 ms, 55.0
+/// with this (medians of 10). A text that needs more grows the table.
+pub const SEEDED_BUCKETS: usize = 1 << 17;
 /// Overflow ids kept per slot of the largest table (2 MiB at `MAX_BUCKETS`;
 /// 1% of English pieces have more than `INLINE_IDS` ids).
 const OVERFLOW_IDS_PER_SLOT: usize = 1;
@@ -248,7 +254,7 @@ impl PieceTable {
     /// Grow now to hold about `pieces` distinct pieces at most half full,
     /// within the bound; never shrinks (see `EncodeState::expect_text`).
     pub fn reserve(&mut self, pieces: usize) {
-        let buckets = pieces.next_power_of_two().clamp(FIRST_BUCKETS, self.max_buckets);
+        let buckets = pieces.next_power_of_two().max(FIRST_BUCKETS).min(self.max_buckets);
         if buckets > self.buckets.len() {
             self.resize(buckets);
         }
@@ -268,11 +274,15 @@ impl PieceTable {
         self.buckets.iter().flat_map(|bucket| &bucket.entries).filter(|entry| entry.is_seed()).count()
     }
 
+    /// Grow now to `SEEDED_BUCKETS` (within the bound), the size seeds are
+    /// planted in during a call (see `EncodeState::plant`).
+    pub fn reserve_for_seeds(&mut self) {
+        self.reserve(SEEDED_BUCKETS);
+    }
+
     /// Grow now to the bound (see `EncodeState::plant`).
     pub fn reserve_all(&mut self) {
-        if self.buckets.len() < self.max_buckets {
-            self.resize(self.max_buckets);
-        }
+        self.reserve(self.max_buckets);
     }
 
     /// Remember the ids of `key`, evicting the last way of its bucket if full.
@@ -648,7 +658,7 @@ mod tests {
     #[test]
     fn the_warm_path_finds_inline_and_overflowed_ids_and_passes_seeds_on() {
         let mut table = PieceTable::with_max_buckets(1 << 8);
-        table.reserve_all();
+        table.reserve_for_seeds();
         let (seed, short, long, absent) = (key(1), key(2), key(3), key(4));
         table.plant(seed, hash_packed(seed), 11);
         table.insert(short, hash_packed(short), &[5, 6]);
@@ -671,7 +681,7 @@ mod tests {
     #[test]
     fn a_seed_is_found_off_the_warm_path_and_then_is_a_piece_like_any() {
         let mut table = PieceTable::with_max_buckets(1 << 8);
-        table.reserve_all();
+        table.reserve_for_seeds();
         let (seed, hash) = (key(7), hash_packed(key(7)));
         table.plant(seed, hash, 70);
         assert_eq!(table.seeds(), 1);
@@ -687,7 +697,7 @@ mod tests {
     fn seeds_give_way_to_the_text_and_never_push_it_aside() {
         // Two buckets: keys of bucket 0 only, one id each.
         let mut table = PieceTable::with_max_buckets(2);
-        table.reserve_all();
+        table.reserve_for_seeds();
         let home_zero: Vec<u32> = (0..).filter(|&i| hash_packed(key(i)) >> 63 == 0).take(6).collect();
         let plant = |table: &mut PieceTable, i: u32| table.plant(key(i), hash_packed(key(i)), i);
         let one_id = |table: &mut PieceTable, i: u32| table.insert(key(i), hash_packed(key(i)), &[i]);

@@ -24,12 +24,13 @@ use crate::pattern::Pattern;
 use crate::vocab::Vocabulary;
 
 /// The most seeds: the tokens of lowest id (rank) that qualify, as many as
-/// a table holds (`piece_table::MAX_BUCKETS`, two ways). Each costs a BPE
+/// a table holds when they are planted (`piece_table::SEEDED_BUCKETS`, two
+/// ways). Each costs a BPE
 /// when the encoder is built (GPT-2's 49.6 K: 12 ms; o200k's 193 K: 62 ms,
 /// on one core; spread over the cores there are), and pays: with o200k's
 /// first 64 K only, the first call on 10 MB of 20news took 79 ms (median of
 /// five), with all 193 K 64 ms, with none 84 ms.
-pub const SEEDS_MAX: usize = crate::piece_table::MAX_BUCKETS * 2;
+pub const SEEDS_MAX: usize = crate::piece_table::SEEDED_BUCKETS * 2;
 
 /// The seeds of `vocab` under `pattern` (see the top): at most `max` ids,
 /// lowest first.

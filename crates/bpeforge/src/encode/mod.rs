@@ -137,7 +137,7 @@ impl Encoder {
         if self.cache.get().is_enabled() {
             let mut state = self.pooled_state();
             state.wants_seeds = false;
-            state.plant(&self.vocab, seeds);
+            state.plant(&self.vocab, seeds, true);
         }
     }
 
@@ -167,7 +167,7 @@ impl Encoder {
     fn plant_if_wanted(&self, state: &mut EncodeState) {
         if std::mem::take(&mut state.wants_seeds) && self.cache.get().is_enabled() {
             if let Some(seeds) = self.seeds.get() {
-                state.plant(&self.vocab, seeds);
+                state.plant(&self.vocab, seeds, false);
             }
         }
     }
