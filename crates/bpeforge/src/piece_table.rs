@@ -46,7 +46,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::packed::hash_packed;
-use crate::prefetch::{prefetch_address, prefetch_to};
+use crate::prefetch::prefetch_address;
 
 pub const INLINE_IDS: usize = 3;
 const WAYS: usize = 2;
@@ -219,7 +219,7 @@ impl PieceTable {
     pub fn probe(&self) -> Probe<'_> {
         if self.buckets.is_empty() {
             // Two empty buckets, so that any hash's top bit is an index: a
-            // `Probe` then never checks its index (see `Probe::bucket`).
+            // `Probe` then never checks its index (see `Probe::bucket_at`).
             const EMPTY: Bucket = Bucket { keys: [0; WAYS], entries: [Entry { ids: [0; INLINE_IDS], len: 0 }; WAYS] };
             static NO_BUCKETS: [Bucket; 2] = [EMPTY; 2];
             return Probe { buckets: &NO_BUCKETS, shift: 63, overflow: &[] };
@@ -481,29 +481,12 @@ pub struct Probe<'t> {
 }
 
 impl<'t> Probe<'t> {
-    /// Start loading the bucket of `hash` into cache level `LEVEL`
-    /// (`prefetch::L1` or `L2`), so that a lookup some pieces later finds it
-    /// there. A hint only: no effect on results.
-    #[inline(always)]
-    pub fn prefetch<const LEVEL: i32>(self, hash: u64) {
-        prefetch_to::<LEVEL, _>(self.bucket(hash));
-    }
-
-    /// The bucket of `hash`, read without a bounds check: two per piece on
-    /// the warm path, each a compare and a branch.
-    #[inline(always)]
-    fn bucket(self, hash: u64) -> &'t Bucket {
-        let index = (hash >> self.shift) as usize;
-        debug_assert!(index < self.buckets.len());
-        // SAFETY: `buckets.len()` is `1 << (64 - shift)` (`resize`, and the
-        // two empty buckets of an empty table with shift 63), and `hash >> shift`
-        // has `64 - shift` bits.
-        unsafe { self.buckets.get_unchecked(index) }
-    }
-
-    /// The bucket of `hash` as an index (`get_inline_at`), for a batch that
-    /// works it out once as it packs its pieces: shifting by a register was
-    /// two instructions more on each of the warm path's two uses of it.
+    /// The bucket of `hash`, as an index for `get_inline_at` and
+    /// `prefetch_at`: a batch works it out once as it packs its pieces
+    /// (shifting by a register was two instructions more on each of the warm
+    /// path's two uses of it). Below `1 << (64 - shift)`, the number of
+    /// buckets (`resize`, and the two empty buckets of an empty table with
+    /// shift 63).
     #[inline(always)]
     pub fn bucket_index(self, hash: u64) -> u32 {
         (hash >> self.shift) as u32
@@ -516,23 +499,41 @@ impl<'t> Probe<'t> {
         self.shift
     }
 
-    /// `prefetch` of bucket `index` (any index: an address past the
-    /// buckets is only a wasted hint).
+    /// Start loading bucket `index` into cache level `LEVEL` (`prefetch::L1`
+    /// or `L2`), so that a lookup some pieces later finds it there. A hint
+    /// only: no effect on results, and an index past the buckets is only a
+    /// wasted hint.
     #[inline(always)]
     pub fn prefetch_at<const LEVEL: i32>(self, index: u32) {
         prefetch_address::<LEVEL, _>(self.buckets.as_ptr().wrapping_add(index as usize));
     }
 
-    /// `get_inline` of bucket `index`.
+    /// Bucket `index`, read without a bounds check (two a piece on the warm
+    /// path, each a compare and a branch).
     ///
     /// # Safety
     /// `index` came from `bucket_index` of a probe with this probe's `shift`.
     #[inline(always)]
-    pub unsafe fn get_inline_at(self, key: u128, index: u32) -> Option<&'t Entry> {
+    unsafe fn bucket_at(self, index: u32) -> &'t Bucket {
         debug_assert!((index as usize) < self.buckets.len());
-        // SAFETY: `bucket_index` with this shift is below `buckets.len()` (see `bucket`).
-        let bucket = unsafe { self.buckets.get_unchecked(index as usize) };
-        Self::entry_in(bucket, key)
+        // SAFETY: `bucket_index` with this shift is below `buckets.len()`.
+        unsafe { self.buckets.get_unchecked(index as usize) }
+    }
+
+    /// The entry of `key` in bucket `index`, when the table has its ids
+    /// inline (at most `INLINE_IDS`): the warm path, which copies the whole
+    /// entry and keeps `len` ids of it (see `encode/mod.rs`). `None` for
+    /// anything else: a miss, or a piece whose ids overflow
+    /// (`get_overflowed_at`) or a seed, which `PieceTable::get` then answers.
+    /// `key` must not be 0 (an empty slot's). A lookup writes nothing (see
+    /// the eviction policy at the top).
+    ///
+    /// # Safety
+    /// As for `bucket_at`.
+    #[inline(always)]
+    pub unsafe fn get_inline_at(self, key: u128, index: u32) -> Option<&'t Entry> {
+        // SAFETY: the caller vouches for `index`.
+        Self::entry_in(unsafe { self.bucket_at(index) }, key)
     }
 
     /// The ids of `key` when its entry in bucket `index` keeps them in the
@@ -541,28 +542,15 @@ impl<'t> Probe<'t> {
     /// a seed.
     ///
     /// # Safety
-    /// As for `get_inline_at`.
+    /// As for `bucket_at`.
     #[inline(always)]
     pub unsafe fn get_overflowed_at(self, key: u128, index: u32) -> Option<&'t [u32]> {
-        debug_assert!((index as usize) < self.buckets.len());
-        // SAFETY: as in `get_inline_at`.
-        let bucket = unsafe { self.buckets.get_unchecked(index as usize) };
+        // SAFETY: the caller vouches for `index`.
+        let bucket = unsafe { self.bucket_at(index) };
         let way = bucket.keys.iter().position(|&resident| resident == key)?;
         let entry = &bucket.entries[way];
-        let len = entry.id_count();
-        let start = entry.ids[0] as usize;
+        let (len, start) = (entry.id_count(), entry.ids[0] as usize);
         (len > INLINE_IDS && !entry.is_seed()).then(|| &self.overflow[start..start + len])
-    }
-
-    /// The entry of `key`, when the table has its ids inline (at most
-    /// `INLINE_IDS`): the warm path, which copies the whole entry and keeps
-    /// `len` ids of it (see `encode/mod.rs`). `None` for anything else: a miss,
-    /// or a piece whose ids overflow, which `PieceTable::get` then answers.
-    /// `key` must not be 0 (an empty slot's). A lookup writes nothing (see
-    /// the eviction policy at the top).
-    #[inline(always)]
-    pub fn get_inline(self, key: u128, hash: u64) -> Option<&'t Entry> {
-        Self::entry_in(self.bucket(hash), key)
     }
 
     #[inline(always)]
@@ -589,6 +577,13 @@ mod tests {
         let mut out = Vec::new();
         let key = key(i);
         table.get(key, hash_packed(key), &mut out).then_some(out)
+    }
+
+    /// What the warm path finds for `key` (`Probe::get_inline_at`).
+    fn inline_entry(table: &PieceTable, key: u128) -> Option<Entry> {
+        let probe = table.probe();
+        // SAFETY: the bucket index is this probe's.
+        unsafe { probe.get_inline_at(key, probe.bucket_index(hash_packed(key))) }.copied()
     }
 
     fn ids(i: u32) -> Vec<u32> {
@@ -685,10 +680,10 @@ mod tests {
         let (seed, hash) = (key(7), hash_packed(key(7)));
         table.plant(seed, hash, 70);
         assert_eq!(table.seeds(), 1);
-        assert!(table.probe().get_inline(seed, hash).is_none(), "the warm path passes seeds on");
+        assert!(inline_entry(&table, seed).is_none(), "the warm path passes seeds on");
         assert_eq!(lookup(&mut table, 7), Some(vec![70]));
         assert_eq!(table.seeds(), 0, "found once, it is the text's");
-        let entry = table.probe().get_inline(seed, hash).expect("now on the warm path");
+        let entry = inline_entry(&table, seed).expect("now on the warm path");
         assert_eq!((entry.id_count(), entry.ids[0]), (1, 70));
         assert_eq!(table.inline_entries().count(), 1, "and handed to the shared cache");
     }
@@ -713,7 +708,7 @@ mod tests {
         assert_eq!(table.seeds(), 0);
         assert!(!table.has_spilled(0));
         for &i in &home_zero[3..5] {
-            assert_eq!(table.probe().get_inline(key(i), hash_packed(key(i))).map(|e| e.ids[0]), Some(i));
+            assert_eq!(inline_entry(&table, key(i)).map(|e| e.ids[0]), Some(i));
         }
         // The seeds that gave way are gone, not wrong.
         for &i in &home_zero[..3] {

@@ -41,6 +41,8 @@ use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 use affinity::run_with_affinity;
 use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, UNPACKED};
+use flat_batch::{append_in_text_order, WorkerIds};
+use state::NEW_ENTRIES_MAX;
 
 /// Room for ids beyond `INLINE_IDS` a piece that a run of hits may write
 /// (`encode_hits`): a piece whose ids overflow its entry (0.8% of English
@@ -49,8 +51,6 @@ use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, UNPACKED};
 /// In the warm path they made GPT-2 on 20news and multilingual text 4-7%
 /// faster, on Gutenberg 2% (`examples/encode_file`).
 const OVERFLOW_ROOM: usize = 256;
-use flat_batch::{append_in_text_order, WorkerIds};
-use state::NEW_ENTRIES_MAX;
 
 #[derive(Debug, Clone)]
 pub struct Encoder {
