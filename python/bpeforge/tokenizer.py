@@ -268,7 +268,7 @@ class Tokenizer:
 
         The shared cache holds `entries` in `bytes` (pieces of more than 15
         bytes or more than 3 ids in an eighth of it, keyed by their bytes). Each thread that encodes
-        looks in its own tables first (up to 9 MiB for pieces of 15 bytes or
+        looks in its own tables first (up to 18 MiB for pieces of 15 bytes or
         less, 32 MiB for longer ones, kept between calls while the cache is
         on: `thread_tables` of them are kept now, in `thread_table_bytes`).
         The shared cache fills only once two threads have encoded at the same
