@@ -280,7 +280,7 @@ impl PieceTable {
         self.reserve(SEEDED_BUCKETS);
     }
 
-    /// Grow now to the bound (see `EncodeState::plant`).
+    /// Grow now to the bound (`Encoder::seed_tables`, before it plants seeds).
     pub fn reserve_all(&mut self) {
         self.reserve(self.max_buckets);
     }

@@ -13,20 +13,15 @@ pub const L2: i32 = 2;
 /// Ask for the cache line holding `value`, into the first-level cache.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
-    prefetch_to::<L1, T>(value);
+    prefetch_address::<L1, T>(value);
 }
 
-/// Ask for the cache line holding `value`, into `LEVEL` (`L1` or `L2`). A
-/// hint only: it never faults and changes no result. On x86-64 it is
-/// `_mm_prefetch` (SSE, part of the baseline, so no CPU feature check is
-/// needed); elsewhere a no-op (aarch64's prefetch intrinsic is not stable yet).
-#[inline(always)]
-pub fn prefetch_to<const LEVEL: i32, T>(value: &T) {
-    prefetch_address::<LEVEL, T>(value);
-}
-
-/// `prefetch_to` of any address, which need not point at anything (a hint
-/// for an address past a table's end is only wasted).
+/// Ask for the cache line holding `address`, into `LEVEL` (`L1` or `L2`).
+/// A hint only: it never faults and changes no result, and the address need
+/// not point at anything (a hint past a table's end is only wasted). On
+/// x86-64 it is `_mm_prefetch` (SSE, part of the baseline, so no CPU feature
+/// check is needed); elsewhere a no-op (aarch64's prefetch intrinsic is not
+/// stable yet).
 #[inline(always)]
 pub fn prefetch_address<const LEVEL: i32, T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]

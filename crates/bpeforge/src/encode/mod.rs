@@ -137,7 +137,9 @@ impl Encoder {
         if self.cache.get().is_enabled() {
             let mut state = self.pooled_state();
             state.wants_seeds = false;
-            state.plant(&self.vocab, seeds, true);
+            // Off the clock: the whole bound now, not 8 MiB then a doubling in the first call.
+            state.table.reserve_all();
+            state.plant(&self.vocab, seeds);
         }
     }
 
@@ -167,7 +169,7 @@ impl Encoder {
     fn plant_if_wanted(&self, state: &mut EncodeState) {
         if std::mem::take(&mut state.wants_seeds) && self.cache.get().is_enabled() {
             if let Some(seeds) = self.seeds.get() {
-                state.plant(&self.vocab, seeds, false);
+                state.plant(&self.vocab, seeds);
             }
         }
     }

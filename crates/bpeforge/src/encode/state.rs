@@ -78,22 +78,18 @@ impl EncodeState {
         }
     }
 
-    /// Plant `seeds` (`seeds.rs`) in its table, grown first: to its bound
-    /// when the encoder is built (`off_the_clock`), else to the size seeds
-    /// are planted in during a call (`PieceTable::reserve_for_seeds`, 8 MiB).
-    /// Grown only to hold them (4 MiB for GPT-2's), a first call of 10 MB
-    /// grew it and placed them again on its own clock, 287 against 308 MB/s
-    /// (`examples/encode_file`, GPT-2, Gutenberg, medians of six). At 8 MiB
-    /// when built, a first call on 10 MB grew it to the bound and took 53-59
-    /// ms instead of 46-53 (GPT-2, Gutenberg and 20news, medians of six);
-    /// at the bound in a call, each worker of a first 2-thread batch zeroed
-    /// 16 MiB (below).
-    pub(super) fn plant(&mut self, vocab: &Vocabulary, seeds: &[u32], off_the_clock: bool) {
-        if off_the_clock {
-            self.table.reserve_all();
-        } else {
-            self.table.reserve_for_seeds();
-        }
+    /// Plant `seeds` (`seeds.rs`) in its table, grown first to at least the
+    /// size seeds are planted in during a call (`PieceTable::reserve_for_seeds`,
+    /// 8 MiB; `Encoder::seed_tables`, off the clock, grows it to its bound
+    /// before). Grown only to hold them (4 MiB for GPT-2's), a first call of
+    /// 10 MB grew it and placed them again on its own clock, 287 against 308
+    /// MB/s (`examples/encode_file`, GPT-2, Gutenberg, medians of six). At 8
+    /// MiB when built, a first call on 10 MB grew it to the bound and took
+    /// 53-59 ms instead of 46-53 (GPT-2, Gutenberg and 20news, medians of
+    /// six); at the bound in a call, each worker of a first 2-thread batch
+    /// zeroed 16 MiB (`piece_table::SEEDED_BUCKETS`).
+    pub(super) fn plant(&mut self, vocab: &Vocabulary, seeds: &[u32]) {
+        self.table.reserve_for_seeds();
         for &id in seeds {
             let token = vocab.token(id).expect("a seed is a token");
             let key = pack(token).expect("a seed packs");
