@@ -154,6 +154,20 @@ impl Pattern {
         }
     }
 
+    /// The preset's batch scanner (`scan::PieceEnds::fill` for its family),
+    /// for a loop that changes where the document ends as it goes
+    /// (`encode/document_end.rs`); `None` for a custom regex.
+    pub(crate) fn batch_scanner(&self) -> Option<fn(&mut scan::PieceEnds, &[u8]) -> bool> {
+        Some(match self {
+            Pattern::Gpt2 => scan::PieceEnds::fill::<scan::gpt2::Gpt2>,
+            Pattern::Cl100k => scan::PieceEnds::fill::<scan::cl100k::Cl100k>,
+            Pattern::O200k => scan::PieceEnds::fill::<scan::o200k::O200k>,
+            Pattern::Llama3 => scan::PieceEnds::fill::<scan::cl100k::Llama3>,
+            Pattern::Qwen2 => scan::PieceEnds::fill::<scan::cl100k::Qwen2>,
+            Pattern::Regex { .. } => return None,
+        })
+    }
+
     /// Call `visit` with each pre-token of one document, in order; together
     /// they are the whole document.
     #[inline]

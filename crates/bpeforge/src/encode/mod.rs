@@ -15,10 +15,12 @@
 //!
 //! Here the `Encoder` and its calls; in `state.rs` what a thread keeps
 //! between calls and the pool that lends it; in `batch.rs` a batch of
-//! pieces packed, hashed and prefetched ahead of its lookups.
+//! pieces packed, hashed and prefetched ahead of its lookups; in
+//! `document_end.rs` the special tokens found just ahead of the scanner.
 
 mod affinity;
 mod batch;
+mod document_end;
 mod flat_batch;
 mod state;
 
@@ -36,11 +38,13 @@ use crate::packed::{hash_packed, pack};
 use crate::pattern::Pattern;
 use crate::piece_table::INLINE_IDS;
 use crate::prefetch::L1;
+use crate::scan::PieceEnds;
 use crate::seeds::{vocabulary_seeds, SEEDS_MAX};
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 use affinity::run_with_affinity;
 use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, UNPACKED};
+use document_end::{DocumentEnd, AHEAD};
 use flat_batch::{append_in_text_order, WorkerIds};
 use state::NEW_ENTRIES_MAX;
 
@@ -276,7 +280,23 @@ impl Encoder {
         state.added_here = 0;
     }
 
+    /// The documents of `text` and the special tokens between them: each
+    /// document's end found as it is scanned (`document_end.rs`) where the
+    /// pattern is a preset and the specials begin with few distinct bytes,
+    /// else by splitting the text first.
     fn encode_pieces(&self, text: &str, state: &mut EncodeState, out: &mut Vec<u32>) -> Result<(), Error> {
+        match self.pattern.batch_scanner().filter(|_| self.specials.has_few_first_bytes()) {
+            Some(scan) => {
+                self.encode_documents_scanning_ahead(text.as_bytes(), scan, AHEAD, state, out);
+                Ok(())
+            }
+            None => self.encode_split_first(text, state, out),
+        }
+    }
+
+    /// `encode_pieces` by `SpecialSplitter::split`: the whole text searched
+    /// for specials before any of it is scanned.
+    fn encode_split_first(&self, text: &str, state: &mut EncodeState, out: &mut Vec<u32>) -> Result<(), Error> {
         for piece in self.specials.split(text) {
             match piece {
                 Piece::Special(index) => out.push(self.special_ids[index]),
@@ -698,6 +718,59 @@ impl Encoder {
         state.batch = Some(batch);
         result
     }
+
+    /// `encode_pieces` with the specials looked for `ahead` bytes ahead of
+    /// `scan` (a preset's `Pattern::batch_scanner`; `text` is valid UTF-8).
+    fn encode_documents_scanning_ahead(
+        &self,
+        text: &[u8],
+        scan: fn(&mut PieceEnds, &[u8]) -> bool,
+        ahead: usize,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) {
+        let mut start = 0;
+        loop {
+            let rest = &text[start..];
+            let mut end = DocumentEnd::new(rest, &self.specials, self.pattern.cut_before(), ahead);
+            self.encode_document_scanning_ahead(rest, scan, &mut end, state, out);
+            let Some((_, special_end, index)) = end.special() else { return };
+            out.push(self.special_ids[index]);
+            start += special_end;
+        }
+    }
+
+    /// The pieces of the document at the start of `text`, which ends where
+    /// `end` finds (`document_end.rs`), a batch at a time as in
+    /// `encode_document`; a batch scanned past a special found only after
+    /// it is scanned again.
+    fn encode_document_scanning_ahead(
+        &self,
+        text: &[u8],
+        scan: fn(&mut PieceEnds, &[u8]) -> bool,
+        end: &mut DocumentEnd,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) {
+        let mut batch = state.batch.take().unwrap_or_default();
+        let mut pieces = PieceEnds::new();
+        let mut from = 0;
+        loop {
+            end.look_ahead_of(from);
+            if !scan(&mut pieces, &text[..end.end()]) {
+                break;
+            }
+            let ends = pieces.as_slice();
+            if !end.settles(from, ends[ends.len() - 1]) {
+                pieces.rewind(from);
+                continue;
+            }
+            batch.pack(text, from, ends, state);
+            self.encode_batch_of_pieces(text, from, ends, &mut batch, state, out);
+            from = ends[ends.len() - 1];
+        }
+        state.batch = Some(batch);
+    }
 }
 
 /// One state a worker for a batch of `texts`, as many workers as the pool
@@ -740,6 +813,85 @@ mod tests {
         entries.extend([(256, b" t".to_vec()), (257, b"<|e|>".to_vec()), (258, b"<|e|><|e|>".to_vec())]);
         let vocab = Vocabulary::new(entries, &[(b" ".to_vec(), b"t".to_vec())]).unwrap();
         Encoder::new(vocab, &["<|e|>".to_string(), "<|e|><|e|>".to_string()], Pattern::Gpt2).unwrap()
+    }
+
+    /// Specials found ahead of the scanner (`document_end.rs`) give the ids
+    /// of splitting on them first, for every preset: specials next to
+    /// whitespace runs, long pieces and non-ASCII, stray first bytes, and
+    /// look-aheads short enough that most batches are scanned past a special
+    /// not yet found (and scanned again).
+    #[test]
+    fn specials_found_ahead_give_the_ids_of_splitting_first() {
+        let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
+        let merges: [(&[u8], &[u8]); 4] = [(b" ", b"t"), (b"h", b"e"), (b"1", b"2"), (b" ", b" ")];
+        for (left, right) in merges {
+            entries.push((entries.len() as u32, [left, right].concat()));
+        }
+        // Three first bytes, one of them whitespace (a document may then end
+        // at a split point), and a split point inside a special.
+        for special in ["<|e|>", "<|e|><|e|>", "[ x]", " [y]"] {
+            entries.push((entries.len() as u32, special.as_bytes().to_vec()));
+        }
+        let merges: Vec<(Vec<u8>, Vec<u8>)> = merges.iter().map(|(l, r)| (l.to_vec(), r.to_vec())).collect();
+        let specials: Vec<String> = ["<|e|>", "<|e|><|e|>", "[ x]", " [y]"].iter().map(|s| s.to_string()).collect();
+        let parts = [
+            "the",
+            " he",
+            " t",
+            "12",
+            "345",
+            " ",
+            "   ",
+            "\n",
+            "\r\n",
+            "\t",
+            "'s",
+            "'ll",
+            "é",
+            "中文",
+            "🙂",
+            "’",
+            "!",
+            "<",
+            "<|",
+            "[",
+            "<|e|>",
+            "<|e|><|e|>",
+            "[ x]",
+            " [y]",
+            "Hello",
+            "ÀB",
+        ];
+        let mut rng = crate::test_rng::XorShift(0x51ec_1a15_0f00_d5ed);
+        for pattern in ["gpt2", "cl100k", "o200k", "llama3", "qwen2"] {
+            let vocab = Vocabulary::new(entries.clone(), &merges).unwrap();
+            let enc = Encoder::new(vocab, &specials, Pattern::new(pattern).unwrap()).unwrap();
+            let scan = enc.pattern.batch_scanner().expect("a preset");
+            for case in 0..150 {
+                let mut text = String::new();
+                while text.len() < [40, 900, 3000][case % 3] {
+                    match rng.below(40) {
+                        // Runs longer than a short look-ahead, and than a batch.
+                        0 => text.push_str(&" ".repeat(1 + rng.below(700))),
+                        1 => text.push_str(&"ab".repeat(1 + rng.below(700))),
+                        2 => text.push_str(&"9".repeat(1 + rng.below(300))),
+                        _ => text.push_str(parts[rng.below(parts.len())]),
+                    }
+                }
+                let mut state = enc.pooled_state();
+                let mut expected = Vec::new();
+                enc.with_state(&mut state, |state| enc.encode_split_first(&text, state, &mut expected)).unwrap();
+                for ahead in [1, 2, 7, 64, 700, AHEAD] {
+                    let mut ids = Vec::new();
+                    enc.with_state(&mut state, |state| {
+                        enc.encode_documents_scanning_ahead(text.as_bytes(), scan, ahead, state, &mut ids);
+                        Ok(())
+                    })
+                    .unwrap();
+                    assert_eq!(ids, expected, "{pattern}, case {case}, ahead {ahead}: {text:?}");
+                }
+            }
+        }
     }
 
     #[test]

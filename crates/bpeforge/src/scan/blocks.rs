@@ -111,8 +111,16 @@ impl PieceEnds {
         unsafe { std::slice::from_raw_parts(written.as_ptr().cast::<usize>(), written.len()) }
     }
 
+    /// Scan on from byte `start`, a piece start, as a new scan would: the
+    /// batch is emptied, and the scan that wrote it is undone past `start`.
+    /// The encoder rescans a batch this way when the document turns out to
+    /// end earlier than it was scanned for (`encode/document_end.rs`).
+    pub(crate) fn rewind(&mut self, start: usize) {
+        (self.len, self.start, self.scalar_until, self.windows_stopped) = (0, start, 0, 0);
+    }
+
     /// Replace the batch with the next pieces of `bytes` (the text this scan
-    /// began on), at least `BATCH_PIECES` of them unless the text ends first;
+    /// began on, or a prefix of it longer than the pieces so far), at least `BATCH_PIECES` of them unless the text ends first;
     /// false when there were none left.
     #[inline(always)]
     pub(crate) fn fill<S: Scanner>(&mut self, bytes: &[u8]) -> bool {

@@ -30,7 +30,7 @@ mod classify;
 pub(crate) mod gpt2;
 pub(crate) mod o200k;
 
-pub(crate) use blocks::{for_each_batch, BATCH_PIECES, BATCH_ROOM};
+pub(crate) use blocks::{for_each_batch, PieceEnds, BATCH_PIECES, BATCH_ROOM};
 use classify::Masks;
 
 use crate::charclass::{flags_beyond_ascii, Flags, ASCII, CR_LF, LETTER, LOWER, NUMBER, SPACE};
