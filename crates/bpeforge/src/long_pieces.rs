@@ -23,7 +23,7 @@
 
 use std::hash::BuildHasher;
 
-use crate::prefetch::prefetch;
+use crate::prefetch::{prefetch, prefetch_address, L1};
 
 /// Pieces longer than this are merged every time: hashing and keeping them
 /// costs about what merging them does, and they are rare.
@@ -97,6 +97,26 @@ impl LongPieceTable {
     pub fn prefetch(&self, hash: u64) {
         if !self.slots.is_empty() {
             prefetch(&self.slots[self.slot_index(hash)]);
+        }
+    }
+
+    /// Ask for the key and ids of the entry in the slot where a lookup of
+    /// `hash` starts, if it holds that hash (a hint only; the slot itself
+    /// should have been asked for earlier, `prefetch`, or this waits on it).
+    #[inline]
+    pub fn prefetch_entry(&self, hash: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let slot = self.slots[self.slot_index(hash)];
+        if slot.key_len != 0 && slot.hash == hash {
+            let (key_end, ids_end) = (slot.key_at + slot.key_len - 1, slot.ids_at + slot.ids_len.max(1) - 1);
+            for at in [slot.key_at, key_end] {
+                prefetch_address::<L1, u8>(self.keys.as_ptr().wrapping_add(at as usize));
+            }
+            for at in [slot.ids_at, ids_end] {
+                prefetch_address::<L1, u32>(self.ids.as_ptr().wrapping_add(at as usize));
+            }
         }
     }
 

@@ -43,7 +43,7 @@ use crate::seeds::{vocabulary_seeds, SEEDS_MAX};
 use crate::specials::{Piece, SpecialSplitter};
 use crate::vocab::Vocabulary;
 use affinity::run_with_affinity;
-use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, UNPACKED};
+use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, LONG_ENTRIES_AHEAD, UNPACKED};
 use document_end::{DocumentEnd, AHEAD};
 use flat_batch::{append_in_text_order, WorkerIds};
 use state::NEW_ENTRIES_MAX;
@@ -321,12 +321,16 @@ impl Encoder {
         out: &mut Vec<u32>,
     ) {
         let (mut i, mut long_pieces) = (0, 0);
+        if batch.long_hashed {
+            (0..LONG_ENTRIES_AHEAD).for_each(|nth| batch.prefetch_long_entry(nth, &state.long));
+        }
         while i < ends.len() {
             i = self.encode_hits(batch, ends.len(), i, state, out);
             if i < ends.len() {
                 let start = if i == 0 { from } else { ends[i - 1] };
                 let piece = &document[start..ends[i]];
                 if batch.keys[i] == UNPACKED {
+                    batch.prefetch_long_entry(long_pieces + LONG_ENTRIES_AHEAD, &state.long);
                     long_pieces += 1;
                     self.encode_long_pretoken(piece, batch.long_hash(i, piece), state, out);
                 } else {
