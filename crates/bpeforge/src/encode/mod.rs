@@ -1,7 +1,8 @@
 //! Encoding text to ids and ids back to bytes.
 //!
-//! `encode`: split on special tokens (longest first), pre-tokenize each piece
-//! of text with the GPT-2 scanner, then apply merges inside each pre-token
+//! `encode`: split on special tokens (longest first; for the presets, found
+//! just ahead of the scanner, `document_end.rs`), pre-tokenize each document
+//! with the pattern's scanner, then apply merges inside each pre-token
 //! (`bpe.rs`). Tables are built once in `Encoder::new`; an `Encoder` is
 //! immutable afterwards but for its piece cache (`cache.rs`), which is shared
 //! by every thread and call, so one instance serves any number of threads.
