@@ -176,10 +176,11 @@ fn validate(tokens: &[String]) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn splitter(tokens: &[&str]) -> SpecialSplitter {
+    /// A splitter of `tokens` (valid ones), for tests here and elsewhere.
+    pub(crate) fn splitter(tokens: &[&str]) -> SpecialSplitter {
         SpecialSplitter::new(&tokens.iter().map(|t| t.to_string()).collect::<Vec<_>>()).unwrap()
     }
 

@@ -133,10 +133,7 @@ impl<'t> DocumentEnd<'t> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn specials(tokens: &[&str]) -> SpecialSplitter {
-        SpecialSplitter::new(&tokens.iter().map(|t| t.to_string()).collect::<Vec<_>>()).unwrap()
-    }
+    use crate::specials::tests::splitter as specials;
 
     /// GPT-2 scans "ab![ x]" as if it ran on: "ab", "![", ... The special
     /// "[ x]" starts at 3, inside "![", and the split point at 4 (a space
