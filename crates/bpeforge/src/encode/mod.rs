@@ -573,9 +573,14 @@ impl Encoder {
         // pages already mapped), put in order after.
         let alone = states.len() == 1;
         let base = out.len();
+        let share = weights.iter().sum::<usize>() / states.len();
         let mut workers: Vec<_> = states
             .into_iter()
             .map(|mut state| {
+                // As `encode` does for one text: a worker's table made in
+                // this call starts at the size its share of the texts will
+                // grow it to, not at the seeds' size and then again there.
+                state.expect_text(share);
                 let ids = std::mem::take(if alone { &mut *out } else { &mut state.batch_ids });
                 (state, WorkerIds { ids, spans: Vec::new() })
             })
