@@ -200,6 +200,27 @@ impl PieceTable {
         }
     }
 
+    /// An equal table in memory of its own, its buckets on huge pages where
+    /// allowed (as `resize` puts them): a batch worker's new state starts
+    /// from a kept one this way (`EncodeState::start_from`).
+    pub fn copy(&self) -> Self {
+        let mut buckets = crate::huge_pages::vec_with_capacity(self.buckets.len());
+        buckets.extend_from_slice(&self.buckets);
+        Self {
+            buckets,
+            spilled: self.spilled.clone(),
+            stash: self.stash.clone(),
+            stashed: self.stashed.clone(),
+            overflow: self.overflow.clone(),
+            ..*self
+        }
+    }
+
+    /// Pieces it holds (seeds included).
+    pub fn pieces_held(&self) -> usize {
+        self.entries
+    }
+
     /// Bytes allocated (the buckets and the overflow ids).
     pub fn bytes(&self) -> usize {
         let bitmaps = (self.spilled.capacity() + self.stashed.capacity()) * 8;

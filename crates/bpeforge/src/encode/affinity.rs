@@ -31,7 +31,7 @@ where
     E: Send,
 {
     let bounds = ranges_by_weight(weights, states.len());
-    let cursors: Vec<AtomicUsize> = bounds[..states.len()].iter().map(|&start| AtomicUsize::new(start)).collect();
+    let cursors: Vec<Cursor> = bounds[..states.len()].iter().map(|&start| Cursor(AtomicUsize::new(start))).collect();
     let failed = AtomicBool::new(false);
     let workers = states.len();
     let done: Vec<Vec<(usize, Result<R, E>)>> = states
@@ -41,7 +41,7 @@ where
             let mut done = Vec::new();
             for range in (worker..workers).chain(0..worker) {
                 while !failed.load(Ordering::Relaxed) {
-                    let i = cursors[range].fetch_add(1, Ordering::Relaxed);
+                    let i = cursors[range].0.fetch_add(1, Ordering::Relaxed);
                     if i >= bounds[range + 1] {
                         break;
                     }
@@ -57,6 +57,13 @@ where
         .collect();
     in_index_order(done, weights.len())
 }
+
+/// The next item of a range, alone on its cache line (two, for the
+/// adjacent-line prefetcher): packed in one line, each worker's take of its
+/// next item moved that line away from the other core, once a text (6,028
+/// times a 2-thread batch of 20news).
+#[repr(align(128))]
+struct Cursor(AtomicUsize);
 
 /// `workers + 1` bounds of contiguous ranges of `weights`, each about
 /// `total / workers`: range `w` is `bounds[w]..bounds[w + 1]`. A range may be

@@ -97,6 +97,16 @@ impl EncodeState {
         }
     }
 
+    /// Start with copies of `warm`'s tables instead of planting the seeds:
+    /// for a state the pool made for a batch worker (see `worker_states`).
+    /// The pieces `warm` has not added to the shared cache are left for it
+    /// to add.
+    pub(super) fn start_from(&mut self, warm: &EncodeState) {
+        self.table = warm.table.copy();
+        self.long = warm.long.clone();
+        self.wants_seeds = false;
+    }
+
     /// A state that uses what the shared cache holds but never adds to it,
     /// so that encoding allocates nothing that outlives the call: for
     /// streaming in flat memory (CS336 allows `encode_iterable` a 1 MB rise,
