@@ -838,6 +838,24 @@ def test_long_text_that_is_not_ascii_encodes_as_its_utf8(tiny):
     assert lists[2:] == expected[1:]
 
 
+class _Text(str):
+    """A `str` subclass: a text like any other."""
+
+
+@pytest.mark.parametrize("method", ["encode_batch", "encode_batch_to_numpy"])
+def test_a_batch_takes_any_iterable_of_str_and_names_a_text_that_is_not(tiny, method):
+    encode = getattr(tiny, method)
+    flat = lambda result: [i for ids in result for i in ids] if method == "encode_batch" else result[0].tolist()  # noqa: E731
+    expected = [*tiny.encode("low"), *tiny.encode("lower")]
+    for texts in (["low", "lower"], ("low", "lower"), iter(["low", "lower"]), [_Text("low"), "lower"]):
+        assert flat(encode(texts, num_threads=2)) == expected, texts
+    for bad, name in ((b"low", "bytes"), (None, "NoneType"), (7, "int")):
+        with pytest.raises(TypeError, match=f"expected str, got {name}; decode bytes to str first"):
+            encode(["low", bad, "lower"], num_threads=2)
+    with pytest.raises(TypeError, match="takes a list of texts, not one string"):
+        encode("low")
+
+
 def test_long_text_that_is_not_ascii_matches_tiktoken(gpt2, tiktoken_gpt2):
     for name, text in long_texts_of_every_width().items():
         assert gpt2.encode(text) == tiktoken_gpt2.encode(text, disallowed_special=()), name

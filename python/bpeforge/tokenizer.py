@@ -14,9 +14,9 @@ import contextlib
 import functools
 import gc
 import os
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from bpeforge import _core
 from bpeforge.arguments import check_positive
@@ -25,6 +25,8 @@ from bpeforge.formats.parts import TokenizerParts
 from bpeforge.patterns import normalize_pattern
 from bpeforge.special_policy import SpecialPolicy
 from bpeforge.streaming import stable_chunks
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import numpy as np
@@ -235,7 +237,8 @@ class Tokenizer:
 
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
-        return self._core.encode_batch(_check_texts(texts, num_threads, "encode_batch"), num_threads)
+        texts = _check_texts(texts, num_threads, "encode_batch")
+        return _explain_type_errors(texts, lambda: self._core.encode_batch(texts, num_threads))
 
     def encode_batch_to_numpy(
         self, texts: Iterable[str], num_threads: int | None = None
@@ -248,7 +251,7 @@ class Tokenizer:
         import numpy as np
 
         texts = _check_texts(texts, num_threads, "encode_batch_to_numpy")
-        ids, offsets = self._core.encode_batch_to_arrays(texts, num_threads)
+        ids, offsets = _explain_type_errors(texts, lambda: self._core.encode_batch_to_arrays(texts, num_threads))
         return np.asarray(ids), np.frombuffer(offsets, dtype=np.dtype("<i8"))
 
     @property
@@ -433,7 +436,21 @@ def _check_texts(texts: Iterable[str], num_threads: int | None, method: str) -> 
         raise TypeError(f"{method} takes a list of texts, not one string; use encode(text), or [text]")
     if num_threads is not None:
         check_positive("num_threads", num_threads)
-    return [_check_str(t) for t in texts]
+    # Each text's type is checked by the core as it takes the list (in C);
+    # a loop over them here was 0.2 ms of every 2-thread batch of 6,000
+    # texts, a part that does not shrink with more threads.
+    return texts if type(texts) is list else list(texts)
+
+
+def _explain_type_errors(texts: list, call: Callable[[], T]) -> T:
+    """`call()`; where the core refused a text that is not a `str`, the
+    error names the first such text's type and what to do instead."""
+    try:
+        return call()
+    except TypeError:
+        for text in texts:
+            _check_str(text)
+        raise
 
 
 def _unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
