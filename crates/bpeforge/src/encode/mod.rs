@@ -569,21 +569,21 @@ impl Encoder {
         self.share_if_parallel(texts.len());
         let weights = text_weights(texts);
         let states = worker_states(texts.len(), || self.pooled_state());
-        // One worker takes the texts in order: it appends straight to `out`.
-        // Several append to the buffer each one's state keeps for this (its
-        // pages already mapped), put in order after.
-        let alone = states.len() == 1;
         let base = out.len();
         let share = weights.iter().sum::<usize>() / states.len();
         let mut workers: Vec<_> = states
             .into_iter()
-            .map(|mut state| {
+            .enumerate()
+            .map(|(worker, mut state)| {
                 // As `encode` does for one text: a worker's table made in
                 // this call starts at the size its share of the texts will
                 // grow it to, not at the seeds' size and then again there.
                 state.expect_text(share);
-                let ids = std::mem::take(if alone { &mut *out } else { &mut state.batch_ids });
-                (state, WorkerIds { ids, spans: Vec::new() })
+                let mut ids = WorkerIds::new(std::mem::take(&mut state.batch_ids));
+                if worker == 0 {
+                    ids.write_in_order_to(std::mem::take(out));
+                }
+                (state, ids)
             })
             .collect();
         let result = run_with_affinity(&mut workers, &weights, |(state, ids), i| {
@@ -593,22 +593,17 @@ impl Encoder {
                 self.encode_allowing(text, allowed, state, out)
             })
         });
-        let (mut states, written): (Vec<_>, Vec<WorkerIds>) = workers.into_iter().unzip();
-        if alone {
-            let only = written.into_iter().next().expect("one worker");
-            *out = only.ids;
-            match result {
-                Ok(_) => ends.extend(only.spans.iter().map(|&(_, _, end)| end)),
-                Err(_) => out.truncate(base),
+        let (mut states, mut written): (Vec<_>, Vec<WorkerIds>) = workers.into_iter().unzip();
+        match result {
+            Ok(_) => append_in_text_order(out, &mut written, texts.len(), ends),
+            Err(_) => {
+                *out = written[0].take_out().expect("the first worker holds `out`");
+                out.truncate(base);
             }
-        } else {
-            if result.is_ok() {
-                append_in_text_order(out, &written, texts.len(), ends);
-            }
-            for (state, mut worker) in states.iter_mut().zip(written) {
-                worker.ids.clear();
-                state.batch_ids = worker.ids;
-            }
+        }
+        for (state, mut worker) in states.iter_mut().zip(written) {
+            worker.ids.clear();
+            state.batch_ids = worker.ids;
         }
         give_back(states);
         result.map(drop)
