@@ -104,21 +104,20 @@ pub(super) fn append_in_text_order(out: &mut Vec<u32>, workers: &mut [WorkerIds]
     }
     out.reserve(total);
     let base = out.len();
-    // Each text's room in `out`, in text order, handed to the worker that
-    // holds its ids.
-    let mut copies: Vec<Vec<RoomAndIds>> = workers.iter().map(|_| Vec::new()).collect();
+    // Each text's room in `out`, in text order, with the ids to write there.
+    let mut copies: Vec<RoomAndIds> = Vec::with_capacity(at.len());
     let (mut room, mut filled) = (&mut out.spare_capacity_mut()[..total], base);
     for (worker, start, end) in at {
         let (here, after) = std::mem::take(&mut room).split_at_mut(end - start);
-        copies[worker].push((here, &workers[worker].ids[start..end]));
+        copies.push((here, &workers[worker].ids[start..end]));
         room = after;
         filled += end - start;
         ends.push(filled);
     }
     rayon::scope(|scope| {
-        for worker_copies in copies {
+        for part in in_equal_parts(copies, total, workers.len()) {
             scope.spawn(move |_| {
-                for (here, ids) in worker_copies {
+                for (here, ids) in part {
                     for (slot, &id) in here.iter_mut().zip(ids) {
                         slot.write(id);
                     }
@@ -129,6 +128,28 @@ pub(super) fn append_in_text_order(out: &mut Vec<u32>, workers: &mut [WorkerIds]
     // SAFETY: the `total` slots after `base` were split into one room per
     // text, of its ids' length, and every room was written above.
     unsafe { out.set_len(base + total) };
+}
+
+/// `copies` (of `total` ids in all) as `parts` runs of about as many ids
+/// each, a copy cut in two where a run ends. Not one run a worker: most of
+/// what is left to copy is the other workers' (the first one's texts are
+/// mostly in place), and the first's thread would wait.
+fn in_equal_parts(copies: Vec<RoomAndIds<'_>>, total: usize, parts: usize) -> Vec<Vec<RoomAndIds<'_>>> {
+    let per_part = total.div_ceil(parts.max(1)).max(1);
+    let mut runs = vec![Vec::new()];
+    let mut room_left = per_part;
+    for (mut here, mut ids) in copies {
+        while ids.len() > room_left {
+            let (head, tail) = here.split_at_mut(room_left);
+            let (head_ids, tail_ids) = ids.split_at(room_left);
+            runs.last_mut().expect("a run").push((head, head_ids));
+            runs.push(Vec::new());
+            (here, ids, room_left) = (tail, tail_ids, per_part);
+        }
+        room_left -= ids.len();
+        runs.last_mut().expect("a run").push((here, ids));
+    }
+    runs
 }
 
 #[cfg(test)]
@@ -151,6 +172,29 @@ mod tests {
         let (mut out, mut ends) = (Vec::new(), Vec::new());
         append_in_text_order(&mut out, &mut [worker(&[], &[])], 0, &mut ends);
         assert!(out.is_empty() && ends.is_empty());
+    }
+
+    #[test]
+    fn copies_are_cut_into_runs_of_about_equal_length() {
+        let ids: Vec<u32> = (0..10).collect();
+        let mut out = [MaybeUninit::new(0u32); 10];
+        let (a, rest) = out.split_at_mut(1);
+        let (b, c) = rest.split_at_mut(7);
+        let copies = vec![(a, &ids[..1]), (b, &ids[1..8]), (c, &ids[8..])];
+        let runs = in_equal_parts(copies, 10, 2);
+        let lengths: Vec<Vec<usize>> = runs.iter().map(|run| run.iter().map(|(_, ids)| ids.len()).collect()).collect();
+        assert_eq!(lengths, [vec![1, 4], vec![3, 2]], "the long copy is cut where the first run ends");
+        for run in runs {
+            for (here, ids) in run {
+                assert_eq!(here.len(), ids.len());
+                for (slot, &id) in here.iter_mut().zip(ids) {
+                    slot.write(id);
+                }
+            }
+        }
+        // SAFETY: every slot was made with a value.
+        assert!(out.iter().zip(0..).all(|(slot, i)| unsafe { slot.assume_init() } == i));
+        assert_eq!(in_equal_parts(Vec::new(), 0, 3).len(), 1, "nothing to copy: one empty run");
     }
 
     /// The first worker's texts taken in order from text 0 are written to
