@@ -1,0 +1,108 @@
+"""Every call of bpeforge's ``encode_batch_to_numpy``, timed one by one, on 1 or 2 threads.
+
+``bench_encode.py`` reports a batch's best of 3 after one untimed call; this shows how a process gets there:
+a warm-up that takes several calls, or a call that stalls, is visible here and hidden there. Each run is a
+fresh process pinned with ``taskset`` (core 0 for 1 thread, cores 0-1 for 2), on ``bench_encode``'s cut of the
+text (``batch_pieces``), with the same tokenizers; a 1-thread process encodes the whole text once first, as
+``bench_encode``'s 1-thread child does. Prints, per encoding, corpus and thread count, the median over
+``--processes`` of the best of calls 2-4 (what ``bench_encode`` takes) and of the best of all calls, and the 2 / 1
+ratios.
+
+Usage::
+
+    python benchmarks/bench_batch_calls.py [--encodings gpt2,cl100k,o200k] \\
+        [--corpora gutenberg,multilingual,20news] [--calls 6] [--processes 3] [--mb 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_encode
+from _encode_peers import batch_pieces, read_text
+
+
+def child(job: dict) -> None:
+    """One process: build the tokenizer, cut the text, time each call, print the times as JSON."""
+    import gc
+
+    from _encode_peers import _load_bpeforge
+
+    tok = _load_bpeforge(job["source"])
+    text = read_text(job["path"])
+    pieces, _ = batch_pieces(text)
+    if job["threads"] == 1:
+        tok.encode_to_numpy(text)
+    times = []
+    for _ in range(job["calls"]):
+        gc.disable()
+        start = time.perf_counter()
+        tok.encode_batch_to_numpy(pieces, num_threads=job["threads"])
+        times.append(time.perf_counter() - start)
+        gc.enable()
+    print(json.dumps(times))
+
+
+def run(job: dict) -> list[float]:
+    cores = ",".join(str(core) for core in range(job["threads"]))
+    cmd = ["taskset", "-c", cores, sys.executable, __file__, "--child", json.dumps(job)]
+    env = {**os.environ, "RAYON_NUM_THREADS": str(job["threads"])}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--encodings", default="gpt2,cl100k,o200k")
+    parser.add_argument("--corpora", default=",".join(bench_encode.CORPORA))
+    parser.add_argument("--calls", type=int, default=6)
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--mb", type=float, default=10)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(json.loads(args.child))
+        return
+    if args.calls < 4:
+        parser.error("--calls must be at least 4 (the bench's untimed call and its three)")
+    with tempfile.TemporaryDirectory() as tmp:
+        sources_args = argparse.Namespace(
+            encodings=args.encodings.split(","), gpt2_dir=bench_encode.GPT2_DIR, openai_dir=bench_encode.OPENAI_DIR
+        )
+        sources = bench_encode.prepare_sources(sources_args, Path(tmp))
+        texts = bench_encode.prepare_texts(args.corpora.split(","), args.mb, Path(tmp))
+        header = (
+            "| encoding | corpus | 1 thread, ms | 2 threads, ms | 2 / 1 | each call, 2 threads (first process), ms |"
+        )
+        print(header)
+        print("|---|---|--:|--:|--:|---|")
+        for encoding, source in sources.items():
+            for corpus, text in texts.items():
+                runs = {}
+                for threads in (1, 2):
+                    job = {"source": source, "path": text["path"], "threads": threads, "calls": args.calls}
+                    runs[threads] = [run(job) for _ in range(args.processes)]
+                bench = {t: statistics.median(min(times[1:4]) for times in runs[t]) for t in runs}
+                best = {t: statistics.median(min(times) for times in runs[t]) for t in runs}
+                calls = " ".join(f"{x * 1e3:.1f}" for x in runs[2][0])
+                print(
+                    f"| {encoding} | {corpus} | {bench[1] * 1e3:.2f} ({best[1] * 1e3:.2f}) | "
+                    f"{bench[2] * 1e3:.2f} ({best[2] * 1e3:.2f}) | {bench[1] / bench[2]:.2f}x "
+                    f"({best[1] / best[2]:.2f}x) | {calls} |",
+                    flush=True,
+                )
+        print(f"\nMedians over {args.processes} processes of the best of calls 2-4 (in brackets: of all {args.calls}).")
+
+
+if __name__ == "__main__":
+    main()
