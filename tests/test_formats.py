@@ -15,6 +15,7 @@ import doctest
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -373,6 +374,31 @@ def test_load_tiktoken_recovers_exactly_the_merges(tokenizer, tmp_path):
     assert loaded.merges == tokenizer.merges
     assert loaded.vocab == tokenizer.vocab
     assert loaded.special_tokens == tokenizer.special_tokens
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".zst"])
+def test_a_compressed_rank_file_loads_as_the_plain_one(tokenizer, tmp_path, suffix):
+    """A `.tiktoken.gz` (how rank files are often kept), `.xz` or `.zst` reads decompressed, on the fast path
+    and the line reader alike; a bad line in one is named by its number as in a plain file."""
+    import gzip
+    import lzma
+
+    import zstandard
+
+    compress = {".gz": gzip.compress, ".xz": lzma.compress, ".zst": zstandard.ZstdCompressor().compress}[suffix]
+    plain = save_tiktoken(tokenizer, tmp_path / "ranks.tiktoken")
+    packed = tmp_path / f"ranks.tiktoken{suffix}"
+    packed.write_bytes(compress(plain.read_bytes()))
+    assert read_tiktoken_ranks(packed) == read_tiktoken_ranks(plain)
+    assert tiktoken_ranks.read_rank_lines(packed) == tiktoken_ranks.read_rank_lines(plain)
+    loaded = Tokenizer.from_tiktoken(packed, special_tokens=tokenizer.special_tokens)
+    assert (loaded.vocab, loaded.merges) == (tokenizer.vocab, tokenizer.merges)
+    lines = plain.read_bytes().split(b"\n")
+    lines[5] = b"not-base64! 5"
+    packed.write_bytes(compress(b"\n".join(lines)))
+    where = re.escape(f"ranks.tiktoken{suffix}:6: expected 'base64 rank'")
+    with pytest.raises(ValueError, match=where):
+        read_tiktoken_ranks(packed)
 
 
 def test_load_tiktoken_gpt2_recovers_all_50000_merges(gpt2, gpt2_paths, tmp_path):

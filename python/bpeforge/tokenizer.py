@@ -148,7 +148,7 @@ class Tokenizer:
         *,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> Tokenizer:
-        """Load a tiktoken ranks file (`base64 rank` lines); merges are recovered from the ranks."""
+        """Load a tiktoken ranks file (`base64 rank` lines; plain, .gz, .xz or .zst); merges come from the ranks."""
         with _gc_paused():
             return cls._from_parts(tiktoken_ranks.load_tiktoken(path, pattern, special_tokens), path, cache_size)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 from bpeforge import _core
 from bpeforge.formats.atomic import write_text_atomically
 from bpeforge.formats.parts import Merges, PathLike, TokenizerParts, check_unique_bytes, ordinary_tokens, special_ids
+from bpeforge.inputs import COMPRESSIONS, READ_BYTES
 
 if TYPE_CHECKING:
     from bpeforge.tokenizer import Tokenizer
@@ -149,10 +151,20 @@ def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
     """`{token bytes: rank}` from a `.tiktoken` file, in rank order, with line numbers in errors.
 
     The Rust core reads a well-formed file in one pass (`bpeforge::rank_file`); anything unusual it
-    defers to the reader below, which decides and names the line."""
-    with open(path, "rb") as f:
-        parsed = _core.parse_rank_file(f.read())
+    defers to the reader below, which decides and names the line. A `.gz`, `.xz` or `.zst` file is
+    read decompressed, as corpora are."""
+    parsed = _core.parse_rank_file(_file_bytes(path))
     return dict(parsed) if parsed is not None else read_rank_lines(path)
+
+
+def _file_bytes(path: PathLike) -> bytes:
+    """The file's bytes; a compressed one's through the core's decoders (`.tiktoken.gz` is how rank files
+    are often kept: read as text, it failed on its first line with gzip's header as the "token")."""
+    if not os.fspath(path).lower().endswith(COMPRESSIONS):
+        with open(path, "rb") as f:
+            return f.read()
+    reader = _core.InputReader(os.fspath(path))
+    return b"".join(iter(lambda: reader.read(READ_BYTES), b""))
 
 
 def read_rank_lines(path: PathLike) -> dict[bytes, int]:
@@ -160,16 +172,15 @@ def read_rank_lines(path: PathLike) -> dict[bytes, int]:
     every way a file can be wrong is a ValueError naming the line."""
     ranks: dict[bytes, int] = {}
     seen_ranks: dict[int, int] = {}
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            token, rank = _parse_rank_line(line, f"{path}:{number}: ")
-            if token in ranks or rank in seen_ranks:
-                what = f"token {token!r}" if token in ranks else f"rank {rank}"
-                raise ValueError(f"{path}:{number}: {what} was already given on an earlier line")
-            ranks[token] = rank
-            seen_ranks[rank] = number
+    for number, line in enumerate(_file_bytes(path).split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        token, rank = _parse_rank_line(line, f"{path}:{number}: ")
+        if token in ranks or rank in seen_ranks:
+            what = f"token {token!r}" if token in ranks else f"rank {rank}"
+            raise ValueError(f"{path}:{number}: {what} was already given on an earlier line")
+        ranks[token] = rank
+        seen_ranks[rank] = number
     return dict(sorted(ranks.items(), key=lambda item: item[1]))
 
 
