@@ -76,9 +76,9 @@ type RoomAndIds<'a> = (&'a mut [MaybeUninit<u32>], &'a [u32]);
 /// `out` to `ends`: first the first worker's array with the texts written
 /// in place (`write_in_order_to`; without one, `out` is appended to), then
 /// the rest. Every other text of the batch (`texts` of them) is in exactly
-/// one worker's spans. Each worker's ids are copied by a task of their own
-/// on the current pool: on one thread, the copy of 10 MB of Gutenberg's ids
-/// (1 ms) was a tenth of a 2-thread call.
+/// one worker's spans. The copy is cut into one task a worker on the current
+/// pool (`in_equal_parts`): on one thread, the copy of 10 MB of Gutenberg's
+/// ids (1 ms) was a tenth of a 2-thread call.
 pub(super) fn append_in_text_order(out: &mut Vec<u32>, workers: &mut [WorkerIds], texts: usize, ends: &mut Vec<usize>) {
     let mut in_order = 0;
     if let Some(in_place) = workers.first_mut().and_then(|first| first.in_place.take()) {

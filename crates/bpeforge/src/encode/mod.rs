@@ -805,8 +805,8 @@ where
 
 /// The states in `states` that the pool has just made (they still want the
 /// seeds) start as copies of the first one's tables, when that one has them
-/// (kept from an earlier call or seeded when the encoder was built), each
-/// copied on its worker's thread at once.
+/// (kept from an earlier call or seeded when the encoder was built), copied
+/// in parallel on the pool's threads before any worker encodes.
 ///
 /// Why: a new state planted the seeds in its first text, on the clock (o200k:
 /// 263 K seeds, and a doubling of its table). Meanwhile the first worker took
