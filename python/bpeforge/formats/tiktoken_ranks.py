@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 from bpeforge import _core
 from bpeforge.formats.atomic import write_text_atomically
 from bpeforge.formats.parts import Merges, PathLike, TokenizerParts, check_unique_bytes, ordinary_tokens, special_ids
-from bpeforge.inputs import COMPRESSIONS, READ_BYTES
 
 if TYPE_CHECKING:
     from bpeforge.tokenizer import Tokenizer
@@ -157,14 +156,16 @@ def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
     return dict(parsed) if parsed is not None else read_rank_lines(path)
 
 
+_READ_BYTES = 1 << 20
+
+
 def _file_bytes(path: PathLike) -> bytes:
-    """The file's bytes; a compressed one's through the core's decoders (`.tiktoken.gz` is how rank files
-    are often kept: read as text, it failed on its first line with gzip's header as the "token")."""
-    if not os.fspath(path).lower().endswith(COMPRESSIONS):
-        with open(path, "rb") as f:
-            return f.read()
+    """The file's bytes, decompressed by the core's reader when its name says so, as corpora are
+    (`.tiktoken.gz` is how rank files are often kept: read as they are, one failed on its first line with
+    gzip's header quoted as the token)."""
     reader = _core.InputReader(os.fspath(path))
-    return b"".join(iter(lambda: reader.read(READ_BYTES), b""))
+    return b"".join(iter(lambda: reader.read(_READ_BYTES), b""))
+
 
 
 def read_rank_lines(path: PathLike) -> dict[bytes, int]:
