@@ -167,7 +167,6 @@ def _file_bytes(path: PathLike) -> bytes:
     return b"".join(iter(lambda: reader.read(_READ_BYTES), b""))
 
 
-
 def read_rank_lines(path: PathLike) -> dict[bytes, int]:
     """The reference reader of `.tiktoken` files, a line at a time: what it accepts is a rank file, and
     every way a file can be wrong is a ValueError naming the line."""
