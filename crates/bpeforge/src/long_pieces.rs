@@ -50,7 +50,6 @@ struct Slot {
     ids_len: u32,
 }
 
-#[derive(Clone)]
 pub struct LongPieceTable {
     /// Open addressing with linear probing; empty or a power of two long,
     /// at most half full.

@@ -97,13 +97,14 @@ impl EncodeState {
         }
     }
 
-    /// Start with copies of `warm`'s tables instead of planting the seeds:
-    /// for a state the pool made for a batch worker (see `worker_states`).
-    /// The pieces `warm` has not added to the shared cache are left for it
-    /// to add.
+    /// Start with a copy of `warm`'s table of short pieces instead of
+    /// planting the seeds: for a state the pool made for a batch worker (see
+    /// `worker_states`). The pieces `warm` has not added to the shared cache
+    /// are left for it to add. Not its long pieces' table: up to
+    /// `LONG_TABLE_BYTES` (32 MiB) a worker, on a machine of many cores, for
+    /// pieces the shared cache also holds.
     pub(super) fn start_from(&mut self, warm: &EncodeState) {
         self.table = warm.table.copy();
-        self.long = warm.long.clone();
         self.wants_seeds = false;
     }
 
