@@ -23,19 +23,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_encode
-from _encode_peers import batch_pieces, read_text
+from _encode_peers import batch_pieces, read_text, timed_runs
 
 
 def child(job: dict) -> None:
     """One process: build the tokenizer, cut the text, time each call, print the times as JSON."""
-    import gc
-
     from _encode_peers import _load_bpeforge
 
     tok = _load_bpeforge(job["source"])
@@ -43,19 +40,12 @@ def child(job: dict) -> None:
     pieces, _ = batch_pieces(text)
     if job["threads"] == 1:
         tok.encode_to_numpy(text)
-    times = []
-    for _ in range(job["calls"]):
-        gc.disable()
-        start = time.perf_counter()
-        tok.encode_batch_to_numpy(pieces, num_threads=job["threads"])
-        times.append(time.perf_counter() - start)
-        gc.enable()
+    times, _ = timed_runs(lambda: tok.encode_batch_to_numpy(pieces, num_threads=job["threads"]), job["calls"])
     print(json.dumps(times))
 
 
 def run(job: dict) -> list[float]:
-    cores = ",".join(str(core) for core in range(job["threads"]))
-    cmd = ["taskset", "-c", cores, sys.executable, __file__, "--child", json.dumps(job)]
+    cmd = bench_encode.pinned([sys.executable, __file__, "--child", json.dumps(job)], job["threads"], pin=True)
     env = {**os.environ, "RAYON_NUM_THREADS": str(job["threads"])}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])

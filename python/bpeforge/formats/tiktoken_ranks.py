@@ -152,8 +152,9 @@ def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
     The Rust core reads a well-formed file in one pass (`bpeforge::rank_file`); anything unusual it
     defers to the reader below, which decides and names the line. A `.gz`, `.xz` or `.zst` file is
     read decompressed, as corpora are."""
-    parsed = _core.parse_rank_file(_file_bytes(path))
-    return dict(parsed) if parsed is not None else read_rank_lines(path)
+    data = _file_bytes(path)
+    parsed = _core.parse_rank_file(data)
+    return dict(parsed) if parsed is not None else _rank_lines(data, path)
 
 
 _READ_BYTES = 1 << 20
@@ -170,9 +171,14 @@ def _file_bytes(path: PathLike) -> bytes:
 def read_rank_lines(path: PathLike) -> dict[bytes, int]:
     """The reference reader of `.tiktoken` files, a line at a time: what it accepts is a rank file, and
     every way a file can be wrong is a ValueError naming the line."""
+    return _rank_lines(_file_bytes(path), path)
+
+
+def _rank_lines(data: bytes, path: PathLike) -> dict[bytes, int]:
+    """`read_rank_lines` on the file's bytes, read once (`path` names it in errors)."""
     ranks: dict[bytes, int] = {}
     seen_ranks: dict[int, int] = {}
-    for number, line in enumerate(_file_bytes(path).split(b"\n"), start=1):
+    for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
         token, rank = _parse_rank_line(line, f"{path}:{number}: ")
