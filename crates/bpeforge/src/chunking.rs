@@ -234,7 +234,8 @@ impl<'p, 's> CorpusChunks<'p, 's> {
         Ok(batch)
     }
 
-    fn next_chunk(&mut self) -> Result<Option<Chunk>, Error> {
+    /// The next chunk, across files, or `None` at the end of the last.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, Error> {
         loop {
             if let Some(reader) = self.reader.as_mut() {
                 if let Some(chunk) = reader.next_chunk()? {
