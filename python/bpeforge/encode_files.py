@@ -1,9 +1,9 @@
 """`bpeforge encode` / `bpeforge decode`: token files from text files and back.
 
-The Rust core reads text files (compressed too) in safely cut chunks, encodes
-a batch of them in parallel while reading the next, and hands back each
-batch's ids packed as little-endian uint16/uint32, in input order; here they
-are appended to the `.npy` file. JSON Lines and Parquet records are encoded
+The Rust core reads text files (compressed too) in safely cut chunks, hands
+each to the first free worker while it reads on, and hands back the chunks'
+ids packed as little-endian uint16/uint32, in input order; here they are
+appended to the `.npy` file. JSON Lines and Parquet records are encoded
 in batches in parallel (`encode_batch_to_numpy`) and appended to the same
 array, in input order. The output is the same for any thread count. Each
 input file and each record is encoded on its own (a file's end ends a

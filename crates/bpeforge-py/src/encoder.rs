@@ -107,8 +107,8 @@ impl PyEncoder {
     }
 
     /// Encode `paths` (see `bpeforge::encode_files`) on `num_threads`, each
-    /// batch's ids packed `width` bytes each (checked by the caller) and
-    /// handed to `sink` in order; the bytes read.
+    /// chunk's ids packed `width` bytes each (checked by the caller) and
+    /// handed to `sink` in runs, in order; the bytes read.
     #[allow(clippy::too_many_arguments)]
     fn encode_files_into(
         &self,
@@ -372,8 +372,8 @@ impl PyEncoder {
     }
 
     /// Encode files or shards of them in parallel (see `bpeforge::encode_files`), calling
-    /// `write(bytes)` with each batch's ids packed `width` bytes each, in
-    /// order, and `progress("encode", done, total)` with bytes read.
+    /// `write(bytes)` with each run of chunks' ids packed `width` bytes each,
+    /// in order, and `progress("encode", done, total)` with bytes read.
     #[pyo3(signature = (paths, width, write, num_threads=None, chunk_size=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_files(
@@ -388,7 +388,7 @@ impl PyEncoder {
     ) -> PyResult<u64> {
         self.check_width(width)?;
         let observer = PyObserver::new(progress);
-        // Runs on encode_files' writer thread, one batch behind the encoding.
+        // Runs on encode_files' writer thread, while the next chunks are encoded.
         let mut sink = |packed: Vec<PackedIds>| {
             Python::attach(|py| write.call1(py, (concat_bytes(py, &packed)?,)).map(drop))
                 .map_err(|err| observer.stop_with(err))

@@ -18,8 +18,9 @@ use std::io::{self, Seek, SeekFrom, Write};
 
 /// `O_DIRECT`'s alignment: the page size, a multiple of every block size.
 const PAGE: usize = 4096;
-/// Pages staged before a direct write: 4 MiB, two encoded batches of 2 MiB
-/// chunks' ids at a time.
+/// Pages staged before a direct write: 4 MiB, the uint32 ids of about 15
+/// chunks of 256 KiB of English (`encode_files.rs` keeps enough chunks in
+/// flight to go on encoding while this is written).
 const STAGED_PAGES: usize = 1024;
 
 #[derive(Clone, Copy)]
