@@ -334,11 +334,8 @@ mod tests {
     #[test]
     fn many_more_chunks_than_in_flight_come_out_in_order_with_a_slow_writer() {
         let encoder = byte_encoder();
-        let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-order-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("text.txt");
         let text: String = (0..5000).map(|i| format!("w{i} ")).collect();
-        std::fs::write(&path, &text).unwrap();
+        let file = ScratchFile::new("order", &text);
         let expected = encoder.encode(&text).unwrap();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let (mut got, mut runs) = (Vec::new(), 0);
@@ -349,20 +346,17 @@ mod tests {
             run.iter().for_each(|ids| got.extend_from_slice(ids));
             Ok(())
         };
-        let read = encode_files(&encoder, &[Source::whole(path)], 32, &pool, &Silent, |ids| ids, &mut sink).unwrap();
+        let read =
+            encode_files(&encoder, &[Source::whole(file.path())], 32, &pool, &Silent, |ids| ids, &mut sink).unwrap();
         assert_eq!(read, text.len() as u64);
         assert_eq!(got, expected);
         assert!(runs > 1, "the ids went to the writer in {runs} run(s)");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_workers_panic_is_raised_not_waited_for() {
         let encoder = byte_encoder();
-        let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-panic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("text.txt");
-        std::fs::write(&path, "one two three four five six seven eight nine ten ".repeat(100)).unwrap();
+        let file = ScratchFile::new("panic", "one two three four five six seven eight nine ten ".repeat(100));
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let calls = std::sync::atomic::AtomicUsize::new(0);
         let convert = |ids: Vec<u32>| {
@@ -372,28 +366,45 @@ mod tests {
             ids
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            encode_files(&encoder, &[Source::whole(path)], 64, &pool, &Silent, convert, &mut |_| Ok(()))
+            encode_files(&encoder, &[Source::whole(file.path())], 64, &pool, &Silent, convert, &mut |_| Ok(()))
         }));
         let panic = outcome.expect_err("the panic reaches the caller");
         assert_eq!(panic.downcast_ref::<&str>(), Some(&"convert failed"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn the_writers_panic_is_raised_not_waited_for() {
         let encoder = byte_encoder();
-        let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-writer-panic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("text.txt");
-        std::fs::write(&path, "one two three four five six seven eight nine ten ".repeat(100)).unwrap();
+        let file = ScratchFile::new("writer-panic", "one two three four five six seven eight nine ten ".repeat(100));
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let mut sink = |_: Vec<Vec<u32>>| -> Result<(), Error> { panic!("sink failed") };
-            encode_files(&encoder, &[Source::whole(path)], 64, &pool, &Silent, |ids| ids, &mut sink)
+            encode_files(&encoder, &[Source::whole(file.path())], 64, &pool, &Silent, |ids| ids, &mut sink)
         }));
         let panic = outcome.expect_err("the panic reaches the caller");
         assert_eq!(panic.downcast_ref::<&str>(), Some(&"sink failed"));
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file of `contents` in a directory of its own, removed when dropped.
+    struct ScratchFile(std::path::PathBuf);
+
+    impl ScratchFile {
+        fn new(name: &str, contents: impl AsRef<[u8]>) -> Self {
+            let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("text.txt"), contents).unwrap();
+            Self(dir)
+        }
+
+        fn path(&self) -> std::path::PathBuf {
+            self.0.join("text.txt")
+        }
+    }
+
+    impl Drop for ScratchFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     fn byte_encoder() -> Encoder {
@@ -404,19 +415,16 @@ mod tests {
     #[test]
     fn the_sinks_error_is_the_one_returned_and_the_reading_stops() {
         let encoder = byte_encoder();
-        let dir = std::env::temp_dir().join(format!("bpeforge-encode-files-sink-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("text.txt");
-        std::fs::write(&path, "one two three four five six seven eight nine ten ".repeat(1000)).unwrap();
+        let file = ScratchFile::new("sink", "one two three four five six seven eight nine ten ".repeat(1000));
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let mut batches = 0;
         let mut sink = |_: Vec<Vec<u32>>| {
             batches += 1;
             Err(Error::InvalidArgument("disk full".into()))
         };
-        let err = encode_files(&encoder, &[Source::whole(path)], 64, &pool, &Silent, |ids| ids, &mut sink).unwrap_err();
+        let err = encode_files(&encoder, &[Source::whole(file.path())], 64, &pool, &Silent, |ids| ids, &mut sink)
+            .unwrap_err();
         assert_eq!(err.to_string(), Error::InvalidArgument("disk full".into()).to_string());
         assert_eq!(batches, 1, "nothing is written after the sink fails");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
