@@ -895,6 +895,28 @@ def test_a_lone_surrogate_in_a_long_text_raises_as_cpython_does(tiny, at):
         assert (ours.value.start, ours.value.reason) == (cpython.value.start, cpython.value.reason)
 
 
+def test_long_texts_that_are_not_ascii_are_made_utf8_by_the_workers_with_the_same_ids(tiny):
+    """A long `str` that is not ASCII is made UTF-8 by the batch worker that takes it (text.rs, `WorkerUtf8`):
+    new texts (transcoded), the same texts again (CPython's UTF-8, kept in the `str`) and a third time give the
+    ids of encoding each alone; of two texts with a lone surrogate, the first one's error is raised."""
+    texts = [f"naïve “{i}” " * (600 + i) + "x" * i for i in range(40)] + ["plain ascii " * 500, "short ñ"]
+    expected = [tiny.encode(text) for text in texts]
+    for threads in (1, 2):
+        for _ in range(3):
+            ids, offsets = tiny.encode_batch_to_numpy(texts, num_threads=threads)
+            assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected, threads
+        fresh = [(text + " ")[:-1] for text in texts]
+        ids, offsets = tiny.encode_batch_to_numpy(fresh, num_threads=threads)
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected, threads
+    broken = list(texts)
+    broken[30] = broken[30][:4000] + "\udc80" + broken[30][4000:]
+    broken[10] = broken[10][:5000] + "\ud800" + broken[10][5000:]
+    for threads in (1, 2):
+        with pytest.raises(UnicodeEncodeError) as raised:
+            tiny.encode_batch_to_numpy(broken, num_threads=threads)
+        assert raised.value.object == broken[10] and raised.value.start == 5000, threads
+
+
 def test_a_lone_surrogate_past_the_first_read_raises_as_cpython_does(tiny):
     text = "naïve “quote” " * 200_000  # 2.8 M characters: read in three stretches
     text = text[:2_000_000] + "\ud800" + text[2_000_000:]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use bpeforge::append_file::Appender;
 use bpeforge::bpe::{encode_piece, Scratch};
 use bpeforge::cache::DEFAULT_CACHE_BYTES;
-use bpeforge::encode::EncodeState;
+use bpeforge::encode::{BatchText, EncodeState};
 use bpeforge::encode_files::{encode_files, Sink, ENCODE_CHUNK_SIZE};
 use bpeforge::packed_ids::PackedIds;
 use bpeforge::{Encoder, Pattern, Vocabulary};
@@ -24,7 +24,7 @@ use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::observer::PyObserver;
 use crate::sources::{to_sources, SourceArg};
-use crate::text::{utf8_for_call, LastTranscoded};
+use crate::text::{utf8_for_call, worker_utf8, LastTranscoded, WorkerErrors, WorkerUtf8};
 use crate::utf8_stream::Utf8Stream;
 
 #[pyclass(frozen, module = "bpeforge._core", name = "Encoder")]
@@ -79,7 +79,7 @@ impl PyEncoder {
         let texts = texts.to_vec();
         let pool = pool_for(num_threads)?;
         let encode = |group: &[&str]| pool.install(|| self.inner.encode_batch_allowing(group, allowed, |ids| ids));
-        let mut groups = groups_by_bytes(&texts, BATCH_CHECK_BYTES);
+        let mut groups = groups_by_weight(&texts, BATCH_CHECK_BYTES);
         let mut lists = Vec::with_capacity(texts.len());
         let mut encoded = match groups.next() {
             Some(first) => Some(py.detach(|| encode(first)).map_err(to_py_err)?),
@@ -290,20 +290,23 @@ impl PyEncoder {
         texts: Vec<Bound<'py, PyString>>,
         num_threads: Option<usize>,
     ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
-        // Borrowed, or transcoded once into one buffer for the call, never a
-        // `String` a text (`text.rs`): copying each text with the GIL held
-        // was 8% of a 2-thread batch of 10 MB.
-        let texts = utf8_for_call(&texts, &self.last_transcoded)?;
-        let texts = texts.to_vec();
+        // Borrowed, or made UTF-8 by the worker that takes it (a long `str`
+        // that is not ASCII, `text.rs`), never a `String` copied with the GIL
+        // held: that was 8% of a 2-thread batch of 10 MB.
+        let errors = WorkerErrors::default();
+        let texts = worker_utf8(&texts, &self.last_transcoded, &errors)?;
         let encoder = &self.inner;
         // Room for the whole batch at once (reserved group by group, it grew
         // by `mremap` and faulted in every 4 KiB page).
-        let mut all = bpeforge::encode::ids_buffer(texts.iter().map(|text| text.len()).sum());
+        let room = texts.iter().map(WorkerUtf8::id_room_bytes).sum();
+        let mut all = bpeforge::encode::ids_buffer(room);
         let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
-        for group in groups_by_bytes(&texts, BATCH_CHECK_BYTES) {
+        for group in groups_by_weight(&texts, BATCH_CHECK_BYTES) {
             // Appended in place (`encode_batch_into`): no `Vec` a text to copy and free.
             let run = || encoder.encode_batch_into(group, None, &mut all, &mut ends);
-            with_threads(py, num_threads, run)?.map_err(to_py_err)?;
+            let encoded = with_threads(py, num_threads, run)?;
+            // A worker's Python error (a lone surrogate) is the one to raise.
+            encoded.map_err(|error| errors.take().unwrap_or_else(|| to_py_err(error)))?;
             py.check_signals()?;
         }
         let offsets = std::iter::once(0).chain(ends.iter().map(|&end| end as i64));
@@ -556,8 +559,9 @@ fn thread_pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
         .map_err(|e| PyValueError::new_err(format!("cannot start worker threads: {e}")))
 }
 
-/// `texts` in consecutive groups of about `bytes` each (at least one text a group).
-fn groups_by_bytes<T: AsRef<str>>(texts: &[T], bytes: usize) -> impl Iterator<Item = &[T]> {
+/// `texts` in consecutive groups of about `bytes` each (at least one text a
+/// group; `BatchText::weight` for each text's bytes).
+fn groups_by_weight<T: BatchText>(texts: &[T], bytes: usize) -> impl Iterator<Item = &[T]> {
     let mut rest = texts;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -565,7 +569,7 @@ fn groups_by_bytes<T: AsRef<str>>(texts: &[T], bytes: usize) -> impl Iterator<It
         }
         let (mut end, mut size) = (0, 0);
         while end < rest.len() && (end == 0 || size < bytes) {
-            size += rest[end].as_ref().len();
+            size += rest[end].weight();
             end += 1;
         }
         let (group, tail) = rest.split_at(end);

@@ -21,6 +21,7 @@
 
 mod affinity;
 mod batch;
+mod batch_text;
 mod document_end;
 mod flat_batch;
 mod state;
@@ -29,6 +30,7 @@ use std::ops::DerefMut;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
+pub use batch_text::BatchText;
 pub use state::{EncodeState, PooledState, StatePool};
 
 use crate::bpe::encode_piece;
@@ -559,7 +561,7 @@ impl Encoder {
     /// `encode_batch_allowing` with every text's ids appended to `out`, in
     /// text order, and the end of each text's ids in `out` pushed to `ends`:
     /// no `Vec` a text (`flat_batch.rs`). On an error `out` is as it was.
-    pub fn encode_batch_into<T: AsRef<str> + Sync>(
+    pub fn encode_batch_into<T: BatchText>(
         &self,
         texts: &[T],
         allowed: Option<&[bool]>,
@@ -583,17 +585,18 @@ impl Encoder {
                 if worker == 0 {
                     ids.write_in_order_to(std::mem::take(out));
                 }
-                (state, ids)
+                (state, ids, String::new())
             })
             .collect();
-        let result = run_with_affinity(&mut workers, &weights, |(state, ids), i| {
-            let text = texts[i].as_ref();
+        let result = run_with_affinity(&mut workers, &weights, |(state, ids, utf8), i| {
+            let text = texts[i].utf8(utf8)?;
             ids.record(i, |out| {
                 out.reserve(text.len() / 2 + 16);
                 self.encode_allowing(text, allowed, state, out)
             })
         });
-        let (mut states, mut written): (Vec<_>, Vec<WorkerIds>) = workers.into_iter().unzip();
+        let (mut states, mut written): (Vec<_>, Vec<WorkerIds>) =
+            workers.into_iter().map(|(state, ids, _)| (state, ids)).unzip();
         match result {
             Ok(_) => append_in_text_order(out, &mut written, texts.len(), ends),
             Err(_) => {
@@ -831,9 +834,10 @@ fn give_back<S>(states: Vec<S>) {
     states.into_iter().rev().for_each(drop);
 }
 
-/// The texts' lengths in bytes: what `run_with_affinity` splits evenly.
-fn text_weights<T: AsRef<str>>(texts: &[T]) -> Vec<usize> {
-    texts.iter().map(|text| text.as_ref().len()).collect()
+/// The texts' lengths in bytes (about, for one a worker converts): what
+/// `run_with_affinity` splits evenly.
+fn text_weights<T: BatchText>(texts: &[T]) -> Vec<usize> {
+    texts.iter().map(BatchText::weight).collect()
 }
 
 /// An empty buffer for the ids of `text_bytes` bytes of text: room for one
@@ -1112,6 +1116,48 @@ mod tests {
             let states = worker_states(texts.len(), || fresh.pooled_state());
             assert!(states.iter().all(|state| state.wants_seeds && state.table.pieces_held() == 0));
         });
+    }
+
+    /// A text kept as UTF-16, made UTF-8 by the worker that takes it
+    /// (`BatchText`, as the binding does for a Python `str`).
+    struct Utf16Text(Vec<u16>);
+
+    impl BatchText for Utf16Text {
+        fn weight(&self) -> usize {
+            self.0.len()
+        }
+
+        fn utf8<'a>(&'a self, buffer: &'a mut String) -> Result<&'a str, Error> {
+            buffer.clear();
+            for c in char::decode_utf16(self.0.iter().copied()) {
+                buffer.push(c.map_err(|_| Error::InvalidArgument("a lone surrogate".into()))?);
+            }
+            Ok(buffer.as_str())
+        }
+    }
+
+    /// Texts the workers make UTF-8 of, each in its own buffer reused from
+    /// text to text, give the ids of the same texts borrowed; one that cannot
+    /// be made fails the batch, and `out` is left as it was.
+    #[test]
+    fn texts_the_workers_make_give_the_ids_of_the_same_texts_borrowed() {
+        let enc = encoder();
+        let texts: Vec<String> = (0..200).map(|i| format!("t{i} ab tt ñ “{}” t", "x".repeat(i % 37))).collect();
+        let made: Vec<Utf16Text> = texts.iter().map(|text| Utf16Text(text.encode_utf16().collect())).collect();
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let (mut expected, mut expected_ends) = (vec![7u32], vec![1usize]);
+            pool.install(|| enc.encode_batch_into(&texts, None, &mut expected, &mut expected_ends)).unwrap();
+            let (mut out, mut ends) = (vec![7u32], vec![1usize]);
+            pool.install(|| enc.encode_batch_into(&made, None, &mut out, &mut ends)).unwrap();
+            assert_eq!((&out, &ends), (&expected, &expected_ends), "{threads} threads");
+            let mut broken: Vec<Utf16Text> =
+                texts.iter().map(|text| Utf16Text(text.encode_utf16().collect())).collect();
+            broken[150].0.push(0xD800);
+            let (mut out, mut ends) = (vec![7u32], vec![1usize]);
+            assert!(pool.install(|| enc.encode_batch_into(&broken, None, &mut out, &mut ends)).is_err());
+            assert_eq!(out, [7], "{threads} threads");
+        }
     }
 
     /// A text the pattern fails on fails the flat batch, and `out` is left
