@@ -13,7 +13,8 @@
 //! A long `str` that is not ASCII has no UTF-8 form until CPython makes one,
 //! a character at a time; there the binding transcodes it itself
 //! (`utf8_for_call`, `Transcoder`), reading its code points through the
-//! stable ABI.
+//! stable ABI. In a NumPy batch the worker that takes such a text does that,
+//! with the GIL for that alone (`WorkerUtf8`).
 
 use std::collections::HashSet;
 use std::ffi::c_char;
