@@ -17,17 +17,23 @@ from typing import Union
 from bpeforge.formats.gpt2 import MERGES_FILE, VOCAB_FILE
 from bpeforge.formats.hf import HF_FILE
 from bpeforge.tiktoken import Encoding, get_encoding, list_encoding_names
-from bpeforge.tokenizer import Tokenizer
+from bpeforge.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
 
 TokenizerSource = Union[Tokenizer, Encoding, str, "os.PathLike[str]"]
 
 
 def open_tokenizer(
-    source: TokenizerSource, *, pattern: str | None = None, special_tokens: Iterable[str] | None = None
+    source: TokenizerSource,
+    *,
+    pattern: str | None = None,
+    special_tokens: Iterable[str] | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> Tokenizer:
     """The tokenizer `source` names. `pattern` and `special_tokens` are needed
     for a `.tiktoken` file (which stores neither) and refused for the others,
-    which carry their own, rather than silently changing how they encode."""
+    which carry their own, rather than silently changing how they encode.
+    `cache_size` is that of a tokenizer built from files here (see `Tokenizer`);
+    a `Tokenizer` given or a bundled encoding keeps its own."""
     if isinstance(source, Encoding):
         source = source._tokenizer
     if isinstance(source, Tokenizer):
@@ -51,7 +57,7 @@ def open_tokenizer(
                 f"{path}: a .tiktoken file does not record its pre-tokenizer; give its pattern "
                 "(e.g. pattern='o200k' for o200k_base, 'cl100k' for cl100k_base)"
             )
-        return Tokenizer.from_tiktoken(path, pattern, list(special_tokens or []))
+        return Tokenizer.from_tiktoken(path, pattern, list(special_tokens or []), cache_size=cache_size)
     if kind is None:
         raise ValueError(
             f"cannot tell what tokenizer {path} is: give a directory written by `bpeforge train` (or with "
@@ -60,8 +66,8 @@ def open_tokenizer(
     what = f"{path} ({kind})"
     _refuse_overrides(None, pattern, special_tokens, what)
     if kind == "hf":
-        return Tokenizer.from_hf(path / HF_FILE if path.is_dir() else path)
-    return Tokenizer.load(path)
+        return Tokenizer.from_hf(path / HF_FILE if path.is_dir() else path, cache_size=cache_size)
+    return Tokenizer.load(path, cache_size=cache_size)
 
 
 def is_tiktoken_file(source: object) -> bool:

@@ -56,7 +56,7 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
         return run_encode(args)
     args.inputs = stdin_inputs(args.inputs)
-    tokenizer = open_from_args(args.tokenizer, args)
+    tokenizer = open_from_args(args.tokenizer, args, cache_size=encode_files.cache_size_for(args.inputs, args.glob))
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
     stats = encode_files.encode_files(
         tokenizer,

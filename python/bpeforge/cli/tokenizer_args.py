@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bpeforge.open_tokenizer import is_tiktoken_file, open_tokenizer
 from bpeforge.tiktoken import list_encoding_names
-from bpeforge.tokenizer import Tokenizer
+from bpeforge.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
 
 SOURCES = (
     "a directory (written by `bpeforge train`, GPT-2's vocab.json + merges.txt, or holding a tokenizer.json), "
@@ -36,8 +36,8 @@ def add_tokenizer_overrides(cmd: argparse.ArgumentParser) -> None:
     )
 
 
-def open_from_args(source: str, args: argparse.Namespace) -> Tokenizer:
-    return open_tokenizer(source, pattern=args.pattern, special_tokens=args.special_tokens)
+def open_from_args(source: str, args: argparse.Namespace, *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+    return open_tokenizer(source, pattern=args.pattern, special_tokens=args.special_tokens, cache_size=cache_size)
 
 
 def open_pair(sources: Sequence[str], args: argparse.Namespace) -> list[Tokenizer]:
