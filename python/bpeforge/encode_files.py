@@ -83,6 +83,7 @@ def encode_files(
     glob: str | None = None,
     records: RecordOptions | None = None,
     separator: int | None = None,
+    files: Sequence[Path] | None = None,
 ) -> EncodeStats:
     """Encode `inputs` into one `.npy` array of `dtype`, atomically.
 
@@ -93,12 +94,13 @@ def encode_files(
     on its own, in input order, with `separator` (a token id) after each one
     when given. `output` may not be one of the inputs (nor the tokenizer's
     files, when `tokenizer_path` is given): that is refused before anything
-    is read."""
+    is read. `files` are `inputs` as `list_inputs(inputs, glob)` listed them,
+    when the caller did so already."""
     started = time.perf_counter()
     records = records if records is not None else RecordOptions()
     guarded = [*inputs, *([tokenizer_path] if tokenizer_path is not None else [])]
     writer = NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded)
-    files = expand(inputs, glob)
+    files = list(files) if files is not None else expand(inputs, glob)
     segments = list(_segments(files, one_per_text_file=separator is not None))
     with writer:
         rate = lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s"  # noqa: E731
@@ -127,18 +129,28 @@ def encode_files(
     return EncodeStats(counter.done, tokens, time.perf_counter() - started, len(files), len(records.skipped))
 
 
-def cache_size_for(inputs: Sequence[str | os.PathLike[str]], glob: str | None = None) -> int:
-    """The encode cache a tokenizer needs for `encode_files(inputs)`: none when every input is a text file.
+def list_inputs(inputs: Sequence[str | os.PathLike[str]], glob: str | None = None) -> list[Path] | None:
+    """`expand(inputs, glob)` for a caller that wants the files before `encode_files` (and hands them to it, so
+    that a directory is walked once), or None where listing fails: `encode_files` then lists them again and
+    raises the error in its turn."""
+    try:
+        return expand(inputs, glob)
+    except (OSError, ValueError):
+        return None
+
+
+def cache_size_for(files: Sequence[Path] | None) -> int:
+    """The encode cache a tokenizer needs for `encode_files` of `files` (as `list_inputs` gives them): none when
+    every one is a text file.
 
     Text files are encoded by workers that keep tables of their own for the run (`encode_files.rs`); the shared
     cache and the seeded table a tokenizer keeps for later calls serve only the records' batches. Building them was
-    25-40 ms of `bpeforge encode`'s start, on one core (loading GPT-2's files: 80-97 against 57-59 ms). An input
-    that cannot be listed gets the default here and its error from `encode_files`.
+    25-40 ms of `bpeforge encode`'s start, on one core (loading GPT-2's files: 80-97 against 57-59 ms). Inputs
+    that could not be listed (None) get the default.
     """
     try:
-        files = expand(inputs, glob)
         return 0 if files and all(kind(path) == "text" for path in files) else DEFAULT_CACHE_SIZE
-    except (OSError, ValueError):
+    except ValueError:  # a compressed Parquet file: `encode_files` names it
         return DEFAULT_CACHE_SIZE
 
 

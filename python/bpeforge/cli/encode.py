@@ -56,7 +56,8 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
         return run_encode(args)
     args.inputs = stdin_inputs(args.inputs)
-    tokenizer = open_from_args(args.tokenizer, args, cache_size=encode_files.cache_size_for(args.inputs, args.glob))
+    files = encode_files.list_inputs(args.inputs, args.glob)
+    tokenizer = open_from_args(args.tokenizer, args, cache_size=encode_files.cache_size_for(files))
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
     stats = encode_files.encode_files(
         tokenizer,
@@ -72,6 +73,7 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             text_field=args.text_field, text_column=args.text_column, skip_bad_records=args.skip_bad_records
         ),
         separator=_separator_id(tokenizer, args.document_separator),
+        files=files,
     )
     seconds = max(stats.seconds, 1e-9)
     print(
