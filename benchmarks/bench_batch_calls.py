@@ -39,6 +39,10 @@ from _encode_peers import batch_pieces, read_text, timed_runs
 
 def child(job: dict) -> None:
     """One process: build the tokenizer, cut the text, time each call, print the times as JSON."""
+    # NumPy first, as bench_encode's children do: its import in the first call
+    # starts OpenBLAS's threads, which spin for about 0.1 s on the second core
+    # and made calls 2-4 of a 2-thread process 10-15 ms instead of 6-7.
+    import numpy  # noqa: F401
     from _encode_peers import _load_bpeforge
 
     tok = _load_bpeforge(job["source"])
