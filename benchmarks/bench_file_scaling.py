@@ -102,7 +102,10 @@ def main() -> None:
             path = bench_encode.prepare_corpus(bench_encode.locate_corpus(corpus), int(args.mb * bench_encode.MB), tmp)
             path_mb = path.stat().st_size / bench_encode.MB
             rounds = [one_round(path, tokenizer, tmp) for _ in range(args.rounds)]
-            path.unlink()
+            if path.parent == tmp:
+                # A copy made for this run; `prepare_corpus` hands back a plain corpus used whole as it is, the
+                # user's own file, which an unconditional unlink here deleted once (/tmp/corpora, 2026-11-27).
+                path.unlink()
             wall = {t: median_of(rounds, t, 0) for t in ("1 thread", "2 threads")}
             enc = {t: median_of(rounds, t, 1) for t in ("1 thread", "2 threads")}
             # The two processes' work together over one's: each did the whole file in its own time.
