@@ -207,11 +207,19 @@ fn run_then(
             }
             i += 1;
         } else {
-            let (f, len) = non_ascii_at(bytes, i);
-            if f & mask == 0 {
-                return i;
+            // Chars beyond ASCII one after another (CJK, Hangul, kana, ...)
+            // are taken here, without the eight-byte ASCII test above, which
+            // would stop at each one's first byte.
+            loop {
+                let (f, len) = non_ascii_at(bytes, i);
+                if f & mask == 0 {
+                    return i;
+                }
+                i += len;
+                if bytes.get(i).is_none_or(|&b| b < 0x80) {
+                    break;
+                }
             }
-            i += len;
         }
     }
 }
@@ -364,6 +372,26 @@ mod tests {
             assert_eq!(marked(ascii_letters(x)), expect(|c| c.is_ascii_alphabetic()), "{b:#x}");
             assert_eq!(marked(ascii_lower(x)), expect(|c| c.is_ascii_lowercase()), "{b:#x}");
             assert_eq!(marked(in_range(x, b'0', b'9')), expect(|c| c.is_ascii_digit()), "{b:#x}");
+        }
+    }
+
+    #[test]
+    fn letter_runs_end_where_the_letters_do_across_and_after_chars_beyond_ascii() {
+        // (text, run start, run end): runs of CJK, Hangul and kana that end
+        // at the text's end, at an ASCII byte (letter or not), at a char
+        // beyond ASCII that is not a letter, and mixed with ASCII letters.
+        for (text, start, end) in [
+            ("日本語", 0, 9),
+            ("日本語.", 0, 9),
+            ("日本語abc def", 0, 12),
+            ("日本語。次", 0, 9),
+            ("한국어 텍스트", 0, 9),
+            ("ひらがなカタカナ漢字", 0, 30),
+            ("abc日本def語 x", 0, 15),
+            ("x日本１２", 0, 7),
+            ("é日ü", 0, 7),
+        ] {
+            assert_eq!(letter_run(text.as_bytes(), start), end, "{text:?}");
         }
     }
 
