@@ -106,6 +106,17 @@ fn non_ascii_inline(bytes: &[u8], i: usize) -> (Flags, usize) {
 /// follows), with length 0.
 pub(crate) const END: (Flags, usize) = (SPACE, 0);
 
+/// `char_or_end` with the lookup of a char beyond ASCII inlined, for the
+/// char-by-char loops of `scalar_turn`'s baseline code only (see `run_then`).
+#[inline(always)]
+pub(crate) fn char_or_end_inlined(bytes: &[u8], i: usize) -> (Flags, usize) {
+    match bytes.get(i) {
+        Some(&b) if b < 0x80 => (ASCII[b as usize], 1),
+        Some(_) => non_ascii_inline(bytes, i),
+        None => END,
+    }
+}
+
 /// `char_at`, or `END` past the end of the text.
 #[inline(always)]
 pub(crate) fn char_or_end(bytes: &[u8], i: usize) -> (Flags, usize) {

@@ -213,7 +213,8 @@ fn case_run(bytes: &[u8], q: usize, mut f: Flags, mut len: usize) -> Result<usiz
         if f & LOWER != 0 {
             after_uncased = i;
         }
-        (f, len) = char_or_end(bytes, i);
+        // A run of CJK or kana (Lo: both U and W) goes by here char by char.
+        (f, len) = super::char_or_end_inlined(bytes, i);
     }
     if f & LOWER != 0 {
         return Ok(lower_run_and_contraction(bytes, i + len));
