@@ -174,9 +174,9 @@ impl BatchText for WorkerUtf8<'_> {
     }
 
     fn utf8<'b>(&'b self, buffer: &'b mut String) -> Result<&'b str, bpeforge::Error> {
-        let WorkerUtf8::Deferred { text, chars, way, index, errors } = self else {
-            let WorkerUtf8::Ready(text) = self else { unreachable!() };
-            return Ok(text);
+        let (text, chars, way, index, errors) = match self {
+            WorkerUtf8::Ready(text) => return Ok(text),
+            WorkerUtf8::Deferred { text, chars, way, index, errors } => (text, chars, way, index, errors),
         };
         Python::attach(move |py| {
             let text = text.bind(py);
