@@ -10,7 +10,7 @@
 //! 16.1, 9.9, 8.4, 8.3 ms after the first. Here a worker meets the same texts
 //! again but for the few it takes from another's range at the end.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use rayon::prelude::*;
@@ -19,8 +19,10 @@ use rayon::prelude::*;
 /// pool, one worker a state; the results in index order. Worker `w` starts
 /// with the `w`-th of `states.len()` contiguous ranges of about equal
 /// `weights`; a worker done with its own takes, one at a time, from the front
-/// of the next unfinished range. After the first error no worker starts
-/// another item, and the error of the lowest index that failed is returned.
+/// of the next unfinished range. After an error no worker starts an item
+/// past the lowest index that has failed, but those before it still run, so
+/// the error returned is that of the lowest index that fails, whichever
+/// worker meets its error first (a batch raises its first text's error).
 ///
 /// Each of the pool's threads that joins takes the worker of its own index
 /// when that one is free (`claim`), so that a state, and the range of texts
@@ -37,7 +39,8 @@ where
 {
     let bounds = ranges_by_weight(weights, states.len());
     let cursors: Vec<Cursor> = bounds[..states.len()].iter().map(|&start| Cursor(AtomicUsize::new(start))).collect();
-    let failed = AtomicBool::new(false);
+    // The lowest index that has failed (`usize::MAX`: none yet).
+    let first_failed = AtomicUsize::new(usize::MAX);
     let workers = states.len();
     let states: Vec<Mutex<&mut S>> = states.iter_mut().map(Mutex::new).collect();
     let done: Vec<Vec<(usize, Result<R, E>)>> = (0..workers)
@@ -46,14 +49,16 @@ where
             let (worker, mut state) = claim(&states);
             let mut done = Vec::new();
             for range in (worker..workers).chain(0..worker) {
-                while !failed.load(Ordering::Relaxed) {
+                loop {
                     let i = cursors[range].0.fetch_add(1, Ordering::Relaxed);
-                    if i >= bounds[range + 1] {
+                    // A range's items come in index order: past a failed
+                    // index, none of the rest of it is needed.
+                    if i >= bounds[range + 1] || i > first_failed.load(Ordering::Relaxed) {
                         break;
                     }
                     let result = work(&mut state, i);
                     if result.is_err() {
-                        failed.store(true, Ordering::Relaxed);
+                        first_failed.fetch_min(i, Ordering::Relaxed);
                     }
                     done.push((i, result));
                 }
@@ -225,6 +230,32 @@ mod tests {
             let (result, states) = run(2, 2, &[1; 50], &[7, 30]);
             let lowest = states.concat().into_iter().filter(|i| [7, 30].contains(i)).min().unwrap();
             assert_eq!(result, Err(lowest));
+        }
+    }
+
+    #[test]
+    fn a_lower_index_that_fails_later_is_still_the_error_returned() {
+        // Worker 1 fails on its first item at once; worker 0 reaches its
+        // failing item 10 ms later, and still runs it.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        for _ in 0..5 {
+            let mut states = vec![Vec::new(); 2];
+            let result = pool.install(|| {
+                run_with_affinity(&mut states, &[1; 50], |seen: &mut Vec<usize>, i| {
+                    seen.push(i);
+                    if i < 10 {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    if i == 10 || i == 25 {
+                        Err(i)
+                    } else {
+                        Ok(())
+                    }
+                })
+            });
+            assert_eq!(result, Err(10));
+            let ran = states.concat();
+            assert!((0..=10).all(|i| ran.contains(&i)), "every item up to the lowest failure ran: {ran:?}");
         }
     }
 }
