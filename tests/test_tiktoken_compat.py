@@ -212,6 +212,22 @@ def test_every_bmp_character_equals_tiktoken():
             assert ours.encode_ordinary(text) == theirs.encode_ordinary(text), name
 
 
+def test_pieces_too_long_for_the_long_piece_table_equal_tiktoken():
+    """Letter runs of 3-30 kB, each one pre-token cut into parts a window of bytes at a time.
+
+    Twice each: the second call finds the parts, short and long, that the first one kept.
+    """
+    rng = random.Random(5)
+    texts = ["".join(rng.choices("的一是不了人我在有他这为之大来以个中上们", k=n)) for n in (400, 1500, 10_000)]
+    texts += ["".join(rng.choices("가나다라마바사아자차카타파하한국어", k=4000)), "é" * 3000, "aé" * 2000]
+    for name in NAMES:
+        ours, theirs = bt.get_encoding(name), _reference(name)
+        for text in texts:
+            expected = theirs.encode_ordinary(text)
+            assert ours.encode_ordinary(text) == expected, name
+            assert ours.encode_ordinary(text) == expected, name
+
+
 MULTI_BYTE = st.characters(min_codepoint=0x80, max_codepoint=0xFFFF, exclude_categories=("Cs",))
 
 

@@ -38,7 +38,7 @@ pub struct Vocabulary {
     ranks_grow: bool,
     /// A bit for each pair of bytes (`first * 256 + second`) that occurs
     /// inside some token: see `can_cut_between`.
-    pairs_in_tokens: Box<[u64]>,
+    pairs_in_tokens: Box<[u64; PAIR_WORDS]>,
     /// Length in bytes of each token, by id (0 for skipped ids): the long-piece
     /// merge (`rank_sweep.rs`) steps from token to token with it.
     lens: Box<[u32]>,
@@ -181,14 +181,18 @@ impl Vocabulary {
     }
 }
 
+/// Words of the bit set of byte pairs (`Vocabulary::can_cut_between`): a
+/// fixed size, so that a pair's word is read without a bounds check.
+const PAIR_WORDS: usize = 256 * 256 / 64;
+
 /// See `Vocabulary::can_cut_between`.
-fn pairs_in_tokens(tokens: &[Option<Box<[u8]>>]) -> Box<[u64]> {
-    let mut bits = vec![0u64; 256 * 256 / 64];
+fn pairs_in_tokens(tokens: &[Option<Box<[u8]>>]) -> Box<[u64; PAIR_WORDS]> {
+    let mut bits = Box::new([0u64; PAIR_WORDS]);
     for pair in tokens.iter().flatten().flat_map(|token| token.windows(2)) {
         let at = (pair[0] as usize) << 8 | pair[1] as usize;
         bits[at >> 6] |= 1 << (at & 63);
     }
-    bits.into()
+    bits
 }
 
 /// See `Vocabulary::ranks_grow`.

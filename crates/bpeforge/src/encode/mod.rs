@@ -24,6 +24,7 @@ mod batch;
 mod batch_text;
 mod document_end;
 mod flat_batch;
+mod parts;
 mod state;
 
 use std::ops::DerefMut;
@@ -37,6 +38,7 @@ use crate::bpe::encode_piece;
 use crate::cache::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::chunking::find_cut;
 use crate::error::Error;
+use crate::long_pieces::LONG_PIECE_MAX;
 use crate::packed::{hash_packed, pack};
 use crate::pattern::Pattern;
 use crate::piece_table::INLINE_IDS;
@@ -49,6 +51,7 @@ use affinity::run_with_affinity;
 use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, LONG_ENTRIES_AHEAD, UNPACKED};
 use document_end::{DocumentEnd, AHEAD};
 use flat_batch::{append_in_text_order, WorkerIds};
+use parts::Part;
 use rayon::prelude::*;
 use state::NEW_ENTRIES_MAX;
 
@@ -487,20 +490,77 @@ impl Encoder {
     /// its own: a part of up to 15 bytes through the tables like any short
     /// piece, a longer one merged. With GPT-2 a CJK clause, a new long piece
     /// nearly every time, cuts into characters and short runs the tables
-    /// already hold.
+    /// already hold. A piece too long for the long-piece table is cut a
+    /// window at a time instead (`encode_in_windows`).
     fn encode_in_parts(&self, bytes: &[u8], state: &mut EncodeState, out: &mut Vec<u32>) {
+        if bytes.len() > LONG_PIECE_MAX {
+            return self.encode_in_windows(bytes, state, out);
+        }
         let mut start = 0;
-        for end in 1..=bytes.len() {
-            if end < bytes.len() && !self.vocab.can_cut_between(bytes[end - 1], bytes[end]) {
-                continue;
-            }
+        for end in parts::part_ends(bytes, &self.vocab) {
             let part = &bytes[start..end];
             match pack(part) {
-                Some(key) => self.encode_pretoken(part, key, hash_packed(key), state, out),
+                Some(key) => self.encode_part(part, key, hash_packed(key), state, out),
                 None => encode_piece(part, &self.vocab, &mut state.scratch, out),
             }
             start = end;
         }
+    }
+
+    /// `encode_in_parts` for a piece longer than `LONG_PIECE_MAX` (1 MB of
+    /// CJK is one cl100k pre-token): its parts cut a window at a time, each
+    /// window's buckets prefetched before its parts are looked up
+    /// (`parts.rs`), and its parts too long to pack kept in the long-piece
+    /// table, which does not keep the piece. A clause of a few dozen bytes
+    /// takes the byte loop: its parts' buckets are in cache and where its
+    /// parts end is regular, so the windows made first calls on 10 MB of
+    /// multilingual text 7% slower (`examples/encode_file`).
+    fn encode_in_windows(&self, bytes: &[u8], state: &mut EncodeState, out: &mut Vec<u32>) {
+        let mut windows = state.parts.take().unwrap_or_default();
+        windows[0].cut(bytes, 0, 0, &self.vocab, state.table.probe(), &state.long);
+        let (mut this, mut at, mut start) = (0, 0, 0);
+        while at < bytes.len() {
+            let next_at = at + parts::WINDOW;
+            if next_at < bytes.len() {
+                let next_start = windows[this].end();
+                windows[1 - this].cut(bytes, next_start, next_at, &self.vocab, state.table.probe(), &state.long);
+            }
+            for (end, part) in windows[this].parts() {
+                let piece = &bytes[start..end];
+                match part {
+                    Part::Packed { key, hash } => self.encode_part(piece, key, hash, state, out),
+                    Part::Long { hash } => self.encode_long_part(piece, hash, state, out),
+                }
+                start = end;
+            }
+            (this, at) = (1 - this, next_at);
+        }
+        state.parts = Some(windows);
+    }
+
+    /// A part of a long piece (`encode_in_parts`) that packs: a byte is its
+    /// token, not kept in the table as a piece of one byte is
+    /// (`encode_pretoken`): with GPT-2, CJK chars cut into bytes and pairs,
+    /// and keeping each byte again on every call took a quarter of the call.
+    #[inline(always)]
+    fn encode_part(&self, part: &[u8], key: u128, hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
+        match part {
+            &[byte] => out.push(self.vocab.byte_id(byte)),
+            _ => self.encode_pretoken(part, key, hash, state, out),
+        }
+    }
+
+    /// A part of a piece too long for the long-piece table (`encode_in_windows`),
+    /// itself too long to pack (`hash` its `hash_long`): that table, or merges.
+    fn encode_long_part(&self, part: &[u8], hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
+        if state.long.get(part, hash, out) {
+            state.hits += 1;
+            return;
+        }
+        state.misses += 1;
+        let start = out.len();
+        encode_piece(part, &self.vocab, &mut state.scratch, out);
+        state.long.insert(part, hash, &out[start..]);
     }
 
     /// Encode `texts` in parallel on the current rayon pool, each worker with

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::batch::PieceBatch;
+use super::parts::PartWindows;
 use crate::bpe::Scratch;
 use crate::cache::{NewEntry, SharedCache};
 use crate::long_pieces::LongPieceTable;
@@ -44,6 +45,9 @@ pub struct EncodeState {
     pub(super) new_entries: Vec<NewEntry>,
     /// The keys of the batch being encoded (kept: see `encode_document`).
     pub(super) batch: Option<Box<PieceBatch>>,
+    /// The windows of parts of the long piece being cut (`parts.rs`), kept
+    /// as `batch` is.
+    pub(super) parts: Option<Box<PartWindows>>,
     /// Pieces too long to pack in the last batch: when there were a few,
     /// the next batch hashes and prefetches its own ahead (`PieceBatch::pack`).
     pub(super) long_pieces_last_batch: usize,
