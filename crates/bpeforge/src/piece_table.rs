@@ -111,6 +111,13 @@ impl Entry {
         self.len as usize
     }
 
+    /// Its ids, for an entry that holds them inline (`Probe::get_inline_at`
+    /// gives only those).
+    #[inline(always)]
+    pub fn inline_ids(&self) -> &[u32] {
+        &self.ids[..self.id_count().min(INLINE_IDS)]
+    }
+
     /// The entry as four words: the inline ids, then the length.
     #[inline(always)]
     pub fn words(&self) -> *const u32 {

@@ -530,6 +530,7 @@ impl Encoder {
                 match part {
                     Part::Packed { key, hash } => self.encode_part(piece, key, hash, state, out),
                     Part::Long { hash } => self.encode_long_part(piece, hash, state, out),
+                    Part::Unkept => encode_piece(piece, &self.vocab, &mut state.scratch, out),
                 }
                 start = end;
             }
@@ -542,12 +543,24 @@ impl Encoder {
     /// token, not kept in the table as a piece of one byte is
     /// (`encode_pretoken`): with GPT-2, CJK chars cut into bytes and pairs,
     /// and keeping each byte again on every call took a quarter of the call.
+    /// A part the table holds inline is taken here, without the call: the
+    /// parts of a run of one char are a few pieces found again and again.
     #[inline(always)]
     fn encode_part(&self, part: &[u8], key: u128, hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
-        match part {
-            &[byte] => out.push(self.vocab.byte_id(byte)),
-            _ => self.encode_pretoken(part, key, hash, state, out),
+        if let &[byte] = part {
+            return out.push(self.vocab.byte_id(byte));
         }
+        let table = state.table.probe();
+        // SAFETY: the bucket index is this probe's.
+        if let Some(entry) = unsafe { table.get_inline_at(key, table.bucket_index(hash)) } {
+            match entry.inline_ids() {
+                &[id] => out.push(id),
+                ids => out.extend_from_slice(ids),
+            }
+            state.hits += 1;
+            return;
+        }
+        self.encode_pretoken(part, key, hash, state, out)
     }
 
     /// A part of a piece too long for the long-piece table (`encode_in_windows`),

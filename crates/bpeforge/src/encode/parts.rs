@@ -14,7 +14,7 @@
 //! 1.07 ms for 0.25 MB, whose 4x fewer distinct parts stay in L2 (the
 //! issue's worst cases allow 4.5x).
 
-use crate::long_pieces::{hash_long, LongPieceTable};
+use crate::long_pieces::{hash_long, LongPieceTable, LONG_PIECE_MAX};
 use crate::packed::{hash_packed, pack_at};
 use crate::piece_table::Probe;
 use crate::prefetch::L1;
@@ -24,11 +24,13 @@ use crate::vocab::Vocabulary;
 pub(super) const WINDOW: usize = 64;
 
 /// A part as cut: packed, or too long to pack (looked up by its bytes in the
-/// long-piece table), with the hash it is looked up by.
+/// long-piece table), with the hash it is looked up by; or too long for
+/// that table too (a run of digits under GPT-2 is one part), merged.
 #[derive(Clone, Copy)]
 pub(super) enum Part {
     Packed { key: u128, hash: u64 },
     Long { hash: u64 },
+    Unkept,
 }
 
 /// One window's parts: where each ends, and how it is looked up.
@@ -84,6 +86,7 @@ impl PartWindow {
                     table.prefetch_at::<L1>(table.bucket_index(hash));
                     Part::Packed { key, hash }
                 }
+                None if end - self.end > LONG_PIECE_MAX => Part::Unkept,
                 None => {
                     let hash = hash_long(&piece[self.end..end]);
                     long.prefetch(hash);
@@ -151,6 +154,7 @@ mod tests {
                 match part {
                     Part::Packed { key, hash } => assert_eq!((Some(key), hash), (pack(bytes), hash_packed(key))),
                     Part::Long { hash } => assert_eq!((pack(bytes), hash), (None, hash_long(bytes))),
+                    Part::Unkept => assert!(bytes.len() > LONG_PIECE_MAX),
                 }
                 ends.push(end);
                 start = end;
@@ -169,5 +173,11 @@ mod tests {
             let piece: Vec<u8> = (0..len).map(|_| b"abc d"[rng.below(5)]).collect();
             assert_eq!(parts_by_windows(&piece, &vocab), part_ends(&piece, &vocab).collect::<Vec<_>>(), "{piece:?}");
         }
+        // "ca", "ab" and "bc" are all in tokens: "cab" repeated is one part,
+        // here longer than the long-piece table keeps, between short ones.
+        let piece = [&b"a d"[..], &b"cab".repeat(500), b" dd", &b"cab".repeat(30), b"d"].concat();
+        let ends = parts_by_windows(&piece, &vocab);
+        assert_eq!(ends, part_ends(&piece, &vocab).collect::<Vec<_>>());
+        assert!(ends.windows(2).any(|part| part[1] - part[0] > LONG_PIECE_MAX));
     }
 }
