@@ -71,8 +71,10 @@ pub struct Encoder {
     pattern: Pattern,
     cache: CacheHandle,
     states: StatePool,
-    /// The vocabulary's seeds once `seed_tables` was called (`seeds.rs`).
+    /// The vocabulary's seeds (`seeds.rs`), chosen when first planted.
     seeds: OnceLock<Vec<u32>>,
+    /// Set once `seed_tables` was called: `set_cache_bytes` plants them again.
+    seeding: OnceLock<()>,
 }
 
 /// The current shared cache; `set_cache_bytes` swaps in a new one and bumps
@@ -119,7 +121,16 @@ impl Encoder {
             })
             .collect::<Result<_, _>>()?;
         let cache = CacheHandle::new(DEFAULT_CACHE_BYTES);
-        Ok(Self { vocab, specials, special_ids, pattern, cache, states: StatePool::default(), seeds: OnceLock::new() })
+        Ok(Self {
+            vocab,
+            specials,
+            special_ids,
+            pattern,
+            cache,
+            states: StatePool::default(),
+            seeds: OnceLock::new(),
+            seeding: OnceLock::new(),
+        })
     }
 
     /// Replace the shared cache by an empty one of at most `bytes` (0: none;
@@ -131,7 +142,7 @@ impl Encoder {
         self.cache.generation.fetch_add(1, Ordering::Release);
         self.states.lock().clear();
         drop(current);
-        if self.seeds.get().is_some() {
+        if self.seeding.get().is_some() {
             self.seed_tables();
         }
     }
@@ -144,14 +155,22 @@ impl Encoder {
     /// encoder is built, off the clock of any call. Nothing is planted while
     /// the cache is off (no state is kept then).
     pub fn seed_tables(&self) {
-        let seeds = self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, &self.pattern, SEEDS_MAX));
+        let _ = self.seeding.set(());
+        // With the cache off (`bpeforge encode` of text files, whose workers
+        // keep tables of their own) neither the seeds nor a table: choosing
+        // GPT-2's seeds alone took 12 ms of the command's start.
         if self.cache.get().is_enabled() {
             let mut state = self.pooled_state();
             state.wants_seeds = false;
             // Off the clock: the whole bound now, not 8 MiB then a doubling in the first call.
             state.table.reserve_all();
-            state.plant(&self.vocab, seeds);
+            state.plant(&self.vocab, self.seeds());
         }
+    }
+
+    /// The tokens planted in the tables (`seeds.rs`), chosen once.
+    fn seeds(&self) -> &[u32] {
+        self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, &self.pattern, SEEDS_MAX))
     }
 
     /// Entries, bytes, budget, hits and misses of the shared cache, and the
@@ -178,10 +197,9 @@ impl Encoder {
     /// on the thread that first encodes with it: every worker of a batch then
     /// starts with them, not only the first state (`seed_tables`).
     fn plant_if_wanted(&self, state: &mut EncodeState) {
-        if std::mem::take(&mut state.wants_seeds) && self.cache.get().is_enabled() {
-            if let Some(seeds) = self.seeds.get() {
-                state.plant(&self.vocab, seeds);
-            }
+        let seeding = self.seeding.get().is_some();
+        if std::mem::take(&mut state.wants_seeds) && seeding && self.cache.get().is_enabled() {
+            state.plant(&self.vocab, self.seeds());
         }
     }
 
