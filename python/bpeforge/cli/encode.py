@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 
@@ -58,6 +59,9 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     args.inputs = stdin_inputs(args.inputs)
     files = encode_files.list_inputs(args.inputs, args.glob)
     tokenizer = open_from_args(args.tokenizer, args, cache_size=encode_files.cache_size_for(files))
+    # The tokenizer lives until the process ends: frozen, its objects (a tuple, a bytes and an int a token and a
+    # merge) are not walked again by the collection at exit, 7 of the 125 ms of encoding a small file with GPT-2.
+    gc.freeze()
     dtype = encode_files.choose_dtype(tokenizer, args.dtype)
     stats = encode_files.encode_files(
         tokenizer,
