@@ -1097,6 +1097,35 @@ mod tests {
         }
     }
 
+    /// Pieces longer than the long-piece table keeps, cut in windows
+    /// (`encode_in_windows`), give the ids of merging each whole piece, cold
+    /// and warm, with the cache off, tiny and at its default, alone and in a
+    /// batch on two threads.
+    #[test]
+    fn pieces_cut_in_windows_give_the_ids_of_merging_them_whole() {
+        let enc = Encoder::new(crate::seeds::vocabulary_with_a_token_bpe_never_makes(), &[], Pattern::Gpt2).unwrap();
+        enc.seed_tables();
+        let mut rng = crate::test_rng::XorShift(11);
+        let mut letters = |n: usize| -> String { (0..n).map(|_| ["a", "b", "c", "ab", "cab"][rng.below(5)]).collect() };
+        let pieces = [letters(1500), "cab".repeat(700), letters(5000), letters(1025)];
+        let text = pieces.iter().map(|piece| format!(" {piece}")).collect::<String>();
+        let mut expected = Vec::new();
+        for piece in &pieces {
+            let piece = format!(" {piece}");
+            assert!(piece.len() > LONG_PIECE_MAX, "each is one piece of over {LONG_PIECE_MAX} bytes");
+            encode_piece(piece.as_bytes(), &enc.vocab, &mut crate::bpe::Scratch::default(), &mut expected);
+        }
+        for bytes in [0, 256, DEFAULT_CACHE_BYTES] {
+            enc.set_cache_bytes(bytes);
+            assert_eq!(enc.encode(&text).unwrap(), expected, "cold, {bytes} bytes");
+            assert_eq!(enc.encode(&text).unwrap(), expected, "warm, {bytes} bytes");
+            let texts = [text.as_str(), text.as_str()];
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let batch = pool.install(|| enc.encode_batch(&texts, |ids| ids)).unwrap();
+            assert_eq!(batch.concat(), [expected.clone(), expected.clone()].concat(), "batch, {bytes} bytes");
+        }
+    }
+
     #[test]
     fn same_ids_for_any_cache_size_and_the_cache_is_shared() {
         let enc = encoder();
