@@ -33,7 +33,9 @@ pub(super) enum Part {
     Unkept,
 }
 
-/// One window's parts: where each ends, and how it is looked up.
+/// One window's parts: where each ends, and how it is looked up. Two arrays,
+/// not one of `(end, part)` pairs: those are 64 bytes each (a `Part` is
+/// aligned to 16), and cl100k's run of one multi-byte char took 5% longer.
 #[derive(Clone, Copy)]
 pub struct PartWindow {
     ends: [usize; WINDOW],
