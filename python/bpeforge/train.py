@@ -74,7 +74,7 @@ class TrainResult:
 
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the vocabulary, merges, special tokens and pattern, as `bpeforge.save` does."""
-        from bpeforge.tokenizer import save
+        from bpeforge.saving import save
 
         return save(
             self.vocab,
