@@ -25,6 +25,7 @@
 //! - `recycled`: large id buffers NumPy gave back, kept for the next call (pages already mapped);
 //! - `utf32`: UTF-8 from code points, for Python `str`s the binding reads as code points;
 //! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
+//! - `threads`: how many threads a call runs on (at most the cores), in pools that end with the call;
 //! - `progress`, `error`: how work reports, stops and fails;
 //! - `test_rng` (tests only): the seeded xorshift the tests draw random inputs from.
 
@@ -61,6 +62,7 @@ mod shared_long;
 pub mod specials;
 #[cfg(test)]
 mod test_rng;
+pub mod threads;
 pub mod token_index;
 pub mod train;
 mod unicode_tables;

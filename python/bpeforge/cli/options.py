@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+
+from bpeforge.arguments import capped_threads_note, max_threads
 
 DEFAULT_SPECIAL = "<|endoftext|>"
 
@@ -37,6 +40,32 @@ def special_tokens_of(args: argparse.Namespace) -> list[str]:
     if getattr(args, "extend", None) is not None:
         return args.special_tokens or []  # the base's, plus any given
     return args.special_tokens if args.special_tokens is not None else [DEFAULT_SPECIAL]
+
+
+def add_threads_option(cmd: argparse.ArgumentParser, what: str = "worker threads") -> None:
+    cmd.add_argument(
+        "--threads",
+        type=threads_arg,
+        default=None,
+        metavar="N",
+        help=f"{what} (default: all cores; at most the cores this process may use)",
+    )
+
+
+def threads_arg(text: str) -> int:
+    """--threads N: a whole number of at least 1, bounded by the cores (`bpeforge.arguments.thread_count`'s
+    rule), with a note on standard error when it was more."""
+    try:
+        threads = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of threads, got {text!r}") from None
+    if threads < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {threads}")
+    cores = max_threads()
+    if threads > cores:
+        print(f"bpeforge: note: {capped_threads_note('--threads', threads, cores)}", file=sys.stderr)
+        return cores
+    return threads
 
 
 def add_input_options(cmd: argparse.ArgumentParser) -> None:
