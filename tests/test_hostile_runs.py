@@ -200,3 +200,40 @@ def test_a_link_to_nothing_inside_an_input_folder_is_refused_by_name(tmp_path):
     (corpus / "gone.txt").symlink_to(tmp_path / "missing.txt")
     with pytest.raises(FileNotFoundError, match="gone.txt"):
         bpeforge.train(corpus, 270)
+
+
+# --from-counts: options that choose how a corpus is counted cannot apply, and are refused by name.
+
+
+@pytest.fixture
+def count_file(tmp_path) -> Path:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS)
+    counted = tmp_path / "c.bin"
+    result = _cli("count", str(corpus), "-o", str(counted), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return counted
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--pattern", "o200k"], "--pattern"),
+        (["--glob", "*.txt"], "--glob"),
+        (["--text-field", "text"], "--text-field"),  # the default's value, but given
+        (["--text-column", "body", "--skip-bad-records"], "--text-column, --skip-bad-records"),
+    ],
+)
+def test_from_counts_refuses_counting_options_by_name(count_file, tmp_path, options, named):
+    result = _cli("train", "--from-counts", str(count_file), "--vocab-size", "270", "-o", str(tmp_path / "t"), *options)
+    assert result.returncode == 2
+    assert f"error: {named} cannot apply with --from-counts" in result.stderr
+    assert not (tmp_path / "t").exists()
+
+
+def test_from_counts_summary_says_nothing_was_counted(count_file, tmp_path):
+    result = _cli("train", "--from-counts", str(count_file), "--vocab-size", "270", "-o", str(tmp_path / "t"))
+    assert result.returncode == 0, result.stderr
+    assert "inf" not in result.stdout and "0 threads" not in result.stdout
+    assert "pre-tokenize    none (the count file holds the counts)" in result.stdout
+    assert "counted before (read from the count file)" in result.stdout

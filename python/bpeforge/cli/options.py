@@ -81,11 +81,35 @@ def add_input_options(cmd: argparse.ArgumentParser) -> None:
 def add_record_options(cmd: argparse.ArgumentParser) -> None:
     """Which files of a directory are read, and where the documents of record files are: `train`, `count`, `encode`."""
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
-    cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
-    cmd.add_argument("--text-column", default="text", help="Parquet: the column holding each document (text)")
+    cmd.add_argument(
+        "--text-field", default="text", action=_Given, help="JSON Lines: the field holding each document (text)"
+    )
+    cmd.add_argument(
+        "--text-column", default="text", action=_Given, help="Parquet: the column holding each document (text)"
+    )
     cmd.add_argument(
         "--skip-bad-records", action="store_true", help="JSON Lines: skip (and count) records that are not usable"
     )
+
+
+class _Given(argparse.Action):
+    """Stores the value and remembers the option was given, so that one given where it cannot apply is refused
+    even when it repeats the default (`given_options`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given = [*getattr(namespace, "given", []), option_string]
+
+
+def given_options(args: argparse.Namespace, *options: str) -> list[str]:
+    """Which of `options` (the option strings, e.g. "--glob") the command line gave."""
+    values = {
+        "--pattern": getattr(args, "pattern", None) is not None,
+        "--glob": getattr(args, "glob", None) is not None,
+        "--skip-bad-records": getattr(args, "skip_bad_records", False),
+    }
+    given = set(getattr(args, "given", []))
+    return [option for option in options if values.get(option) or option in given]
 
 
 def add_ray_option(cmd: argparse.ArgumentParser, result: str) -> None:

@@ -15,6 +15,7 @@ from bpeforge.cli.options import (
     add_special_token_option,
     add_threads_option,
     check_ray_options,
+    given_options,
     input_kwargs,
     special_tokens_of,
     stdin_inputs,
@@ -129,6 +130,13 @@ def _train_from_counts(args: argparse.Namespace, parser: argparse.ArgumentParser
         parser.error("--from-counts needs --vocab-size N and -o DIR")
     if args.special_tokens is not None or args.no_special_tokens:
         parser.error("--from-counts uses the special tokens the corpus was counted with; drop --special-token")
+    counting = given_options(args, "--pattern", "--glob", "--text-field", "--text-column", "--skip-bad-records")
+    if counting:
+        them = "them" if len(counting) > 1 else "it"
+        parser.error(
+            f"{', '.join(counting)} cannot apply with --from-counts: the count file holds counts made already, "
+            f"with its own pattern and inputs; drop {them}, or count the corpus again with {them}"
+        )
     return counts.train_from_counts(
         args.from_counts,
         args.vocab_size,
