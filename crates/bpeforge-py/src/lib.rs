@@ -128,6 +128,13 @@ fn pretokenize<'t>(text: &'t str, pattern: &str) -> PyResult<Vec<&'t str>> {
     Ok(pieces)
 }
 
+/// The canonical name of the preset `pattern` spells, or the regex itself; a
+/// misspelt preset is a ValueError (`bpeforge::pattern_names`).
+#[pyfunction]
+fn resolve_pattern(pattern: &str) -> PyResult<String> {
+    bpeforge::pattern_names::resolve(pattern).map(str::to_string).map_err(errors::to_py_err)
+}
+
 /// The merges a tiktoken rank table implies, in rank order (see `bpeforge::ranks`).
 #[pyfunction]
 fn merges_from_ranks<'py>(py: Python<'py>, ranks: Vec<(Bound<'py, PyBytes>, u32)>) -> PyResult<Bound<'py, PyList>> {
@@ -183,6 +190,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_gpt2_files, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;

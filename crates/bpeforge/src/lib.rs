@@ -3,6 +3,7 @@
 //! No Python here: `crates/bpeforge-py` is the thin PyO3 layer over this crate.
 //! Map of the crate, one concept per module:
 //! - `pattern`: the pre-tokenizer (a preset's scanner, or a custom regex);
+//! - `pattern_names`: presets by any spelling, misspelt ones refused;
 //! - `scan`: the presets (gpt2, cl100k, o200k, llama3, qwen2) as hand-written scanners;
 //! - `pretokenize`: the GPT-2 scanner as an iterator, and where a text may be cut;
 //! - `charclass` + `unicode_tables`: their character classes, generated from `regex`;
@@ -47,6 +48,7 @@ pub mod packed;
 pub mod packed_ids;
 mod pair_filter;
 pub mod pattern;
+pub mod pattern_names;
 pub mod piece_table;
 pub mod prefetch;
 pub mod pretokenize;
