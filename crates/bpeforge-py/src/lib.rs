@@ -14,6 +14,7 @@ mod pools;
 mod reader;
 mod sources;
 mod text;
+mod trained;
 mod utf8_stream;
 
 use std::path::PathBuf;
@@ -65,7 +66,7 @@ fn train<'py>(
     match base {
         None => {
             let result = run_detached(py, &observer, || bpeforge::train(&paths, &options, &observer))?;
-            train_result_to_py(py, &result)
+            train_result_to_py(py, result)
         }
         Some(base) => {
             let base = base.encoder().clone();
@@ -77,10 +78,9 @@ fn train<'py>(
 }
 
 /// `(vocab bytes by id, merges, stats dict)` for Python.
-pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> PyResult<Bound<'py, PyTuple>> {
-    let vocab = PyList::new(py, result.vocab.iter().map(|bytes| PyBytes::new(py, bytes)))?;
-    let merges = merges_to_py(py, &result.merges)?;
+pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: TrainResult) -> PyResult<Bound<'py, PyTuple>> {
     let stats = stats_to_py(py, &result.stats)?;
+    let (vocab, merges) = trained::vocab_and_merges_to_py(py, result.vocab, result.merges)?;
     PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
 }
 
@@ -107,6 +107,7 @@ fn stats_to_py<'py>(py: Python<'py>, result: &TrainStats) -> PyResult<Bound<'py,
     stats.set_item("merge_seconds", result.merge_time.as_secs_f64())?;
     stats.set_item("threads", result.threads)?;
     stats.set_item("unmatched_bytes", result.unmatched_bytes)?;
+    stats.set_item("longest_pretoken", result.longest_pretoken)?;
     let profile = &result.count_profile;
     let seconds = PyDict::new(py);
     seconds.set_item("read", profile.read.as_secs_f64())?;
