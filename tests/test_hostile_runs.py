@@ -275,3 +275,21 @@ def test_any_spelling_of_a_preset_is_the_preset_and_a_grouped_name_is_a_regex():
     assert bpeforge.Counts([], "o200K").pattern == "o200k"
     # A regex: its matches, and the text between them as pieces of their own.
     assert bpeforge.pretokenize("gpt2 and gpt2", "(?:gpt2)") == ["gpt2", " and ", "gpt2"]
+
+
+# Count files carry a checksum: any changed byte is refused, naming the file.
+
+
+def test_a_count_file_with_a_flipped_byte_is_refused_by_name(count_file, tmp_path):
+    data = count_file.read_bytes()
+    # The last entry's u64 count ends before the end marker and the checksum (docs/format.md).
+    count_at = len(data) - 8 - 8
+    for at, flip in [(count_at + 3, 0x7F), (count_at, 0x01), (20, 0x10), (len(data) - 1, 0x80)]:
+        damaged = tmp_path / "damaged.bin"
+        damaged.write_bytes(data[:at] + bytes([data[at] ^ flip]) + data[at + 1 :])
+        with pytest.raises(ValueError, match=r"damaged\.bin: "):
+            bpeforge.load_counts(damaged)
+        result = _cli("train", "--from-counts", str(damaged), "--vocab-size", "270", "-o", str(tmp_path / "t"))
+        assert result.returncode == 2 and "damaged.bin: " in result.stderr, result.stderr
+        assert not (tmp_path / "t").exists()
+    assert bpeforge.load_counts(count_file).bytes_counted == len(CORPUS)
