@@ -7,16 +7,21 @@ bpeforge train --demo            # trains on the Python standard library's own s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import traceback
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 from bpeforge.cli.convert import add_convert_command
 from bpeforge.cli.encode import add_decode_command, add_encode_command
 from bpeforge.cli.inspect import add_inspect_commands
+from bpeforge.cli.interrupts import run_interruptibly
 from bpeforge.cli.train import add_count_command, add_train_command
+from bpeforge.formats.output_target import STANDARD_OUTPUT, writes_standard_output
+from bpeforge.inspection.terminal_text import terminal_safe
 from bpeforge.train import TrainingNote
 
 EXIT_USAGE = 2
@@ -25,15 +30,22 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
+# The options that name a file a command writes: `-` there is standard output.
+OUTPUT_OPTIONS = ("output", "html", "plot")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
+    writes_stdout = _standard_output_as_dash(args)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _reports_on_stderr(writes_stdout):
             # The summary prints these notes itself; other warnings get one line each.
             warnings.simplefilter("ignore", TrainingNote)
             warnings.showwarning = _show_warning
-            return args.run(args, args.command_parser)
+            if getattr(args, "ray", None) is not None:
+                return args.run(args, args.command_parser)  # Ray handles signals itself, in the main thread
+            return run_interruptibly(lambda: args.run(args, args.command_parser))
     except KeyboardInterrupt:
         print("\nbpeforge: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -41,8 +53,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Every error is one line that says what to fix; --debug shows where it came from.
         if args.debug:
             traceback.print_exc()
-        print(f"bpeforge {args.command}: error: {describe_error(err)}", file=sys.stderr)
+        print(f"bpeforge {args.command}: error: {terminal_safe(describe_error(err))}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _standard_output_as_dash(args: argparse.Namespace) -> bool:
+    """`-o -` is standard output for every command that writes a file (`./-` names a file called `-`); whether
+    a command writes its data there, so that its reports go to standard error instead."""
+    writes_stdout = False
+    for option in OUTPUT_OPTIONS:
+        value = getattr(args, option, None)
+        if value is not None and str(value) == "-":
+            setattr(args, option, Path(STANDARD_OUTPUT) if isinstance(value, Path) else STANDARD_OUTPUT)
+        writes_stdout = writes_stdout or writes_standard_output(getattr(args, option, None))
+    return writes_stdout
+
+
+def _reports_on_stderr(writes_stdout: bool) -> contextlib.AbstractContextManager:
+    """The lines a command prints for people go to standard error while its data goes to standard output."""
+    return contextlib.redirect_stdout(sys.stderr) if writes_stdout else contextlib.nullcontext()
 
 
 def describe_error(err: BaseException) -> str:
@@ -59,7 +88,7 @@ def describe_error(err: BaseException) -> str:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"bpeforge: warning: {message}", file=sys.stderr)
+    print(f"bpeforge: warning: {terminal_safe(str(message))}", file=sys.stderr)
 
 
 class _ShowVersion(argparse.Action):
