@@ -349,3 +349,44 @@ def test_encoding_nothing_says_so_without_nan(workspace):
     assert done.returncode == 0, done.stderr
     assert b"nan" not in done.stdout and b"0 tokens" in done.stdout
     assert np.load(workspace / "e.npy").size == 0
+
+
+def test_a_loop_of_symlinks_is_refused_and_kept(workspace):
+    (workspace / "loop").symlink_to("loop")
+    done = run_cli(*output_args("encode", "loop", "--force"), cwd=workspace)
+    assert done.returncode == 2
+    assert b"loop of symbolic links" in done.stderr
+    assert os.readlink(workspace / "loop") == "loop"
+
+
+def test_a_closed_standard_output_is_refused_and_never_reused(workspace):
+    """With `>&-`, the next file opened takes descriptor 1: data for standard output went into it."""
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *bpeforge_cmd(*output_args("encode", "-"))],
+        cwd=workspace, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert closed.returncode == 2
+    assert b"standard output is closed" in closed.stderr
+    to_file = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *bpeforge_cmd(*output_args("encode", "again.npy"))],
+        cwd=workspace, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert to_file.returncode == 0, to_file.stderr
+    assert (workspace / "again.npy").read_bytes() == expected(workspace, "encode")
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(workspace):
+    """`bpeforge decode ... -o - | head -c 10`: exit 141 (SIGPIPE's), no error message."""
+    big = workspace / "big.txt"
+    big.write_text(TEXT * 400)
+    done = run_cli("encode", "big.txt", "--tokenizer", "tok", "-o", "big.npy", "--no-progress", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    proc = subprocess.Popen(
+        bpeforge_cmd("decode", "big.npy", "--tokenizer", "tok", "-o", "-"),
+        cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout.read(10) == TEXT.encode()[:10]
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141
+    assert b"error" not in stderr and b"Traceback" not in stderr

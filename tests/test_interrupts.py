@@ -225,3 +225,28 @@ def test_sigterm_at_any_moment_of_training_leaves_no_temporary(tmp_path):
             assert code == 0 or "terminated" in stderr
     print(f"{len(codes)} runs: {codes.count(143)} stopped by SIGTERM, {codes.count(0)} finished first")
     assert codes.count(143) >= len(codes) // 4
+
+
+def test_sighup_stops_and_an_ignored_signal_stays_ignored(tmp_path):
+    """SIGHUP (the terminal closed) stops like SIGTERM, exit 129; under `nohup` (SIGHUP ignored from the
+    start) it changes nothing, and SIGTERM still stops the run."""
+    silent = subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE)
+    cmd = bpeforge_cmd("train", "-", "--vocab-size", "300", "-o", str(tmp_path / "out"), "--no-progress")
+    try:
+        code, stderr, seconds = stop_after(cmd, signal.SIGHUP, started(1.5), stdin=silent.stdout)
+        assert code == 129, stderr
+        assert seconds < 1.0
+        ignoring = subprocess.Popen(
+            cmd,
+            stdin=silent.stdout,
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+        )
+        time.sleep(1.5)
+        ignoring.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert ignoring.poll() is None, "SIGHUP stopped a run that ignores it"
+        ignoring.send_signal(signal.SIGTERM)
+        assert ignoring.wait(timeout=5) == 143
+    finally:
+        silent.kill()

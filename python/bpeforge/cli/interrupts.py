@@ -7,7 +7,8 @@ stopped after 30 s) and SIGTERM killed the process with its temporaries left beh
 a worker thread while the main thread waits on it in short steps; a signal's handler runs on the main thread
 within a step, removes the temporaries the writers registered (`formats.temporaries`) and ends the process
 with `os._exit`, which stops the worker wherever it is. The exit code is 128 + the signal, what shells report:
-130 for Ctrl-C, 143 for SIGTERM.
+130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP (the terminal closed). A signal the process was started
+ignoring stays ignored: `nohup` ignores SIGHUP, and a shell script's background jobs ignore SIGINT.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from bpeforge.formats.temporaries import remove_registered_temporaries
 
 WAIT_STEP_SECONDS = 0.05  # the main thread's wait between looks at pending signals
 STOPPING = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+if hasattr(signal, "SIGHUP"):
+    STOPPING[signal.SIGHUP] = "hung up"
 
 
 def run_interruptibly(command: Callable[[], int]) -> int:
-    """`command()`'s result (or its exception), stopping the process at SIGINT or SIGTERM."""
+    """`command()`'s result (or its exception), stopping the process at SIGINT, SIGTERM or SIGHUP."""
     if threading.current_thread() is not threading.main_thread():
         return command()  # only the main thread can take signals: a caller that embeds the CLI keeps its own
     outcome: dict[str, object] = {}
@@ -36,7 +39,10 @@ def run_interruptibly(command: Callable[[], int]) -> int:
         except BaseException as err:  # handed to the main thread, which raises it as before
             outcome["error"] = err
 
-    previous = {number: signal.signal(number, _stop) for number in STOPPING}
+    previous = {number: signal.getsignal(number) for number in STOPPING}
+    for number, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(number, _stop)
     try:
         worker = threading.Thread(target=work, name="bpeforge-command", daemon=True)
         worker.start()
@@ -44,7 +50,7 @@ def run_interruptibly(command: Callable[[], int]) -> int:
             worker.join(WAIT_STEP_SECONDS)
     finally:
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)  # None: not set from Python
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["result"]  # type: ignore[return-value]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 import traceback
@@ -28,6 +29,7 @@ EXIT_USAGE = 2
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 
 # The options that name a file a command writes: `-` there is standard output.
@@ -35,9 +37,13 @@ OUTPUT_OPTIONS = ("output", "html", "plot")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    closed = _reserve_closed_standard_descriptors()
     parser = _build_parser()
     args = parser.parse_args(argv)
     writes_stdout = _standard_output_as_dash(args)
+    if writes_stdout and 1 in closed:
+        print(f"bpeforge {args.command}: error: standard output is closed; give a file with -o", file=sys.stderr)
+        return EXIT_USAGE
     try:
         with warnings.catch_warnings(), _reports_on_stderr(writes_stdout):
             # The summary prints these notes itself; other warnings get one line each.
@@ -49,12 +55,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nbpeforge: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of a stream output went away (`bpeforge decode ... -o - | head`): end quietly, as a
+        # command killed by SIGPIPE does (Python ignores SIGPIPE, so the write fails instead).
+        return EXIT_BROKEN_PIPE
     except Exception as err:
         # Every error is one line that says what to fix; --debug shows where it came from.
         if args.debug:
             traceback.print_exc()
         print(f"bpeforge {args.command}: error: {terminal_safe(describe_error(err))}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _reserve_closed_standard_descriptors() -> set[int]:
+    """Open /dev/null on standard input, output or error where they are closed (`bpeforge ... >&-`); returns
+    those that were. Else the next file opened takes the number, and data for standard output went into it."""
+    closed = set()
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            closed.add(descriptor)
+    for descriptor in sorted(closed):
+        if os.open(os.devnull, os.O_RDWR) != descriptor:  # the lowest free number: this one
+            raise OSError(f"could not reserve the closed descriptor {descriptor}")
+    return closed
 
 
 def _standard_output_as_dash(args: argparse.Namespace) -> bool:

@@ -16,6 +16,7 @@ replaced the system's `/dev/null` with a regular file, and `-o link` replaced a 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -53,7 +54,9 @@ def output_target(path: str | os.PathLike[str]) -> OutputTarget:
         return OutputTarget(path, real, "stream", descriptor)
     try:
         mode = os.stat(path).st_mode  # follows links: a link is what it points to
-    except OSError:
+    except OSError as err:
+        if err.errno == errno.ELOOP:  # resolving gives up and names the link itself, which would be replaced
+            raise UnsafeOutputError(f"{path} is a loop of symbolic links; give the path of a file") from None
         return OutputTarget(path, real, "absent")  # a missing parent or no permission: the write says which
     if stat.S_ISREG(mode):
         return OutputTarget(path, real, "file")
