@@ -246,15 +246,21 @@ def _vocab_json(vocab: Vocab) -> Iterator[str]:
     yield "{\n"
     separator = ""
     for ids in _parts(sorted(vocab), lambda i: len(vocab[i])):
-        if len(vocab[ids[0]]) > PART_BYTES:  # alone in its part: written with no copy beyond its JSON text
-            yield f"{separator}  "
-            yield json.dumps(encode_token(vocab[ids[0]]), ensure_ascii=False)
-            yield f": {ids[0]}"
+        if len(vocab[ids[0]]) > PART_BYTES:  # alone in its part, and written a part at a time
+            yield f'{separator}  "'
+            # JSON escapes character by character: the parts' escapes, end to end, are the token's.
+            yield from (json.dumps(text, ensure_ascii=False)[1:-1] for text in _token_texts(vocab[ids[0]]))
+            yield f'": {ids[0]}'
         else:
             quoted = _json_strings([encode_token(vocab[i]) for i in ids])
             yield separator + ",\n".join(f"  {text}: {i}" for text, i in zip(quoted, ids))
         separator = ",\n"
     yield "\n}\n"
+
+
+def _token_texts(token: bytes) -> Iterator[str]:
+    """The GPT-2 text of `token`, `PART_BYTES` bytes of it at a time."""
+    return (encode_token(token[start : start + PART_BYTES]) for start in range(0, len(token), PART_BYTES))
 
 
 def _parts(items: list[T], size: Callable[[T], int]) -> Iterator[list[T]]:
@@ -284,11 +290,11 @@ def _json_strings(texts: list[str]) -> list[str]:
 def _merges_txt(merges: Merges) -> Iterator[str]:
     yield MERGES_HEADER + "\n"
     for part in _parts(merges, lambda merge: len(merge[0]) + len(merge[1])):
-        if len(part) == 1:  # perhaps a merge of huge tokens: each side is written as soon as made
+        if len(part) == 1:  # perhaps a merge of huge tokens: written a part at a time
             left, right = part[0]
-            yield encode_token(left)
+            yield from _token_texts(left)
             yield " "
-            yield encode_token(right)
+            yield from _token_texts(right)
             yield "\n"
         else:
             yield "".join(f"{encode_token(left)} {encode_token(right)}\n" for left, right in part)

@@ -266,6 +266,7 @@ impl MergeState {
         let mut deltas = std::mem::take(&mut self.deltas);
         deltas.drain(|changed, delta, gained| self.apply_delta(changed, delta, gained));
         self.deltas = deltas;
+        self.words.compact_if_sparse();
         new
     }
 
