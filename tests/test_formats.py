@@ -545,7 +545,9 @@ def test_convert_round_trips_between_all_formats(trained, tmp_path, capsys, sour
     src, dest = tmp_path / f"src-{FILE_NAMES[source]}", tmp_path / FILE_NAMES[target]
     save_as(source, trained, src)
     specials = [arg for token in TRAINED_SPECIALS for arg in ("--special-token", token)] if source == "tiktoken" else []
-    assert convert(str(src), "--to", target, "-o", str(dest), *specials) == 0  # the format of SRC from its name
+    # A .tiktoken file records no pattern (nor special tokens): given.
+    pattern = ["--pattern", trained.pattern] if source == "tiktoken" else []
+    assert convert(str(src), "--to", target, "-o", str(dest), *specials, *pattern) == 0  # SRC's format from its name
     assert f"wrote {dest} ({target})" in capsys.readouterr().out
     assert same_tokenizer(load_as(target, dest, TRAINED_SPECIALS), trained)
 

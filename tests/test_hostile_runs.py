@@ -4,6 +4,7 @@ result, or a refusal that names what to fix; none may be silently wrong."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -293,3 +294,135 @@ def test_a_count_file_with_a_flipped_byte_is_refused_by_name(count_file, tmp_pat
         assert result.returncode == 2 and "damaged.bin: " in result.stderr, result.stderr
         assert not (tmp_path / "t").exists()
     assert bpeforge.load_counts(count_file).bytes_counted == len(CORPUS)
+
+
+# .tiktoken files record no pattern: given, or known for the rank files bpeforge ships (by hash).
+
+RANKS = Path(bpeforge.__file__).parent / "tiktoken" / "data"
+
+
+def test_convert_knows_the_pattern_of_a_shipped_rank_file_by_its_hash(tmp_path):
+    import gzip
+
+    import bpeforge.tiktoken as tiktoken
+
+    renamed = tmp_path / "mine.tiktoken"  # a copy under another name, uncompressed
+    renamed.write_bytes(gzip.decompress((RANKS / "cl100k_base.tiktoken.gz").read_bytes()))
+    result = _cli("convert", str(renamed), "--to", "gpt2", "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "pattern cl100k" in result.stdout
+    text = "hello   2024 world!! 12345 'll"
+    assert bpeforge.Tokenizer.load(tmp_path / "out").encode(text) == tiktoken.get_encoding("cl100k_base").encode(text)
+
+
+def test_convert_of_an_unknown_rank_file_needs_its_pattern(tmp_path):
+    import gzip
+
+    lines = gzip.decompress((RANKS / "r50k_base.tiktoken.gz").read_bytes()).splitlines(keepends=True)
+    unknown = tmp_path / "small.tiktoken"
+    unknown.write_bytes(b"".join(lines[:300]))
+    refused = _cli("convert", str(unknown), "--to", "gpt2", "-o", str(tmp_path / "out"))
+    assert refused.returncode == 2
+    assert "small.tiktoken: a .tiktoken file does not record its pre-tokenizer" in refused.stderr
+    assert "--pattern" in refused.stderr and not (tmp_path / "out").exists()
+    given = _cli("convert", str(unknown), "--to", "gpt2", "-o", str(tmp_path / "out"), "--pattern", "o200k")
+    assert given.returncode == 0, given.stderr
+    assert bpeforge.Tokenizer.load(tmp_path / "out").pattern == "o200k"
+    wrong = _cli("convert", str(tmp_path / "out"), "--to", "hf", "-o", str(tmp_path / "t.json"), "--pattern", "gpt2")
+    assert wrong.returncode == 2 and "has its own pre-tokenizer" in wrong.stderr
+
+
+# A GPT-2 directory without bpeforge.json: the warning says what it lacks, and the options that give it apply.
+
+
+@pytest.fixture
+def bare_gpt2(tmp_path) -> Path:
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"he", 257: b"<|endoftext|>"}
+    directory = tmp_path / "bare"
+    bpeforge.save(vocab, [(b"h", b"e")], directory, special_tokens=["<|endoftext|>"])
+    (directory / "bpeforge.json").unlink()
+    return directory
+
+
+def test_a_bare_gpt2_directory_takes_the_special_tokens_its_warning_asks_for(bare_gpt2, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello there<|endoftext|>he said")
+    warned = _cli("encode", str(corpus), "--tokenizer", str(bare_gpt2), "-o", str(tmp_path / "a.npy"))
+    assert warned.returncode == 0, warned.stderr
+    assert "has no bpeforge.json" in warned.stderr and "--special-token" in warned.stderr
+    given = [
+        "encode", str(corpus), "--tokenizer", str(bare_gpt2), "-o", str(tmp_path / "b.npy"),
+        "--special-token", "<|endoftext|>", "--document-separator", "<|endoftext|>",
+    ]  # fmt: skip
+    result = _cli(*given)
+    assert result.returncode == 0, result.stderr
+    assert "bpeforge.json" not in result.stderr  # nothing missing: it was given
+    import numpy as np
+
+    ids = np.load(tmp_path / "b.npy").tolist()
+    assert ids.count(257) == 2  # the special inside the text, and the separator after the file
+    extended = _cli(
+        "train", str(corpus), "--extend", str(bare_gpt2), "--special-token", "<|endoftext|>",
+        "--vocab-size", "262", "-o", str(tmp_path / "ext"), "--no-progress",
+    )  # fmt: skip
+    assert extended.returncode == 0, extended.stderr
+    assert bpeforge.Tokenizer.load(tmp_path / "ext").special_tokens == ["<|endoftext|>"]
+    unsaid = _cli(
+        "train", str(corpus), "--extend", str(bare_gpt2), "--vocab-size", "262", "-o", str(tmp_path / "x"),
+    )  # fmt: skip
+    assert unsaid.returncode == 2
+    assert "files do not record, declare it (special_tokens=, --special-token)" in unsaid.stderr.splitlines()[-1]
+
+
+def test_a_tokenizer_that_records_its_special_tokens_refuses_others_saying_where_they_apply(bare_gpt2, tmp_path):
+    files = (bare_gpt2 / "vocab.json", bare_gpt2 / "merges.txt")
+    bpeforge.Tokenizer.from_files(*files, ["<|endoftext|>"]).save(tmp_path / "full")  # with bpeforge.json
+    result = _cli("encode", str(bare_gpt2), "--tokenizer", str(tmp_path / "full"), "-o", str(tmp_path / "a.npy"),
+                  "--special-token", "<|x|>")  # fmt: skip
+    assert result.returncode == 2
+    assert "has its own special tokens" in result.stderr
+    assert "GPT-2 directories without bpeforge.json" in result.stderr
+
+
+# Records that are not text: named by file and line (or column), and skippable.
+
+
+def test_a_lone_surrogate_in_json_lines_is_a_bad_record_named_and_skippable(tmp_path):
+    records = tmp_path / "r.jsonl"
+    records.write_text('{"text": "hello world"}\n{"text": "bad \\ud83d here"}\n{"text": "pair \\ud83d\\ude00 ok"}\n')
+    for command in (["train", "--vocab-size", "270", "-o", str(tmp_path / "t")],
+                    ["encode", "--tokenizer", "gpt2", "-o", str(tmp_path / "e.npy")]):  # fmt: skip
+        refused = _cli(command[0], str(records), *command[1:], "--no-progress")
+        assert refused.returncode == 2
+        assert "r.jsonl:2: field 'text' holds a lone surrogate '\\ud83d' at character 4" in refused.stderr
+        assert "--skip-bad-records" in refused.stderr
+        skipped = _cli(command[0], str(records), *command[1:], "--no-progress", "--skip-bad-records")
+        assert skipped.returncode == 0, skipped.stderr
+        assert "r.jsonl:2" in skipped.stdout + skipped.stderr
+    result = bpeforge.train(records, 270, skip_bad_records=True)
+    assert result.stats.skipped_records[0].startswith(f"{records}:2: field 'text' holds a lone surrogate")
+    assert result.stats.bytes_read == len(("hello world" + "pair \U0001f600 ok").encode())  # the pair is one char
+
+
+def test_parquet_errors_name_the_file_and_the_column(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"text": [1, 2], "body": ["a", "b"]}), tmp_path / "ints.parquet")
+    pq.write_table(pa.table({"text": [b"a", b"b"]}), tmp_path / "bytes.parquet")
+    pq.write_table(pa.table({"text": ["hello", "world"] * 50}), tmp_path / "ok.parquet")
+    data = (tmp_path / "ok.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(data[:40])
+    at = data.find(b"hello")
+    (tmp_path / "damaged.parquet").write_bytes(data[:4] + b"\xff" * (at - 4) + data[at:])
+    expected = {
+        "ints.parquet": "ints.parquet: column 'text' holds int64, not text (strings); choose a text column with "
+        "--text-column (text columns: body)",
+        "bytes.parquet": "bytes.parquet: column 'text' holds binary, not text",
+        "cut.parquet": "cut.parquet: not a Parquet file that can be read",
+        "damaged.parquet": "damaged.parquet: column 'text' cannot be read: the file is damaged",
+    }
+    for name, message in expected.items():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            bpeforge.train(tmp_path / name, 270)
+        result = _cli("encode", str(tmp_path / name), "--tokenizer", "gpt2", "-o", str(tmp_path / "e.npy"))
+        assert result.returncode == 2 and message in result.stderr, result.stderr

@@ -186,7 +186,21 @@ def _record_text(line: bytes, field: str) -> str:
     text = record[field]
     if not isinstance(text, str):
         raise ValueError(f"field {field!r} is {type(text).__name__}, not a string")
+    if b"\\u" in line:  # only a \u escape can make half a UTF-16 pair: the check costs most records nothing
+        _check_no_lone_surrogate(text, field)
     return text
+
+
+def _check_no_lone_surrogate(text: str, field: str) -> None:
+    """JSON may escape half of a UTF-16 pair (`"\\ud83d"`, common in scraped text); Python keeps it as a lone
+    surrogate, which is no character and has no UTF-8: the record is bad (skippable), not a codec error later."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"field {field!r} holds a lone surrogate {text[err.start]!r} at character {err.start:,} (half of a "
+            "UTF-16 pair, escaped in the JSON): it is no text"
+        ) from None
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -202,16 +216,47 @@ def _lines(path: Path) -> Iterator[bytes]:
 
 
 def parquet_texts(path: Path, column: str) -> Iterator[str]:
-    """The `column` of each row, read a batch of rows at a time."""
+    """The `column` of each row, read a batch of rows at a time (null rows left out). A file pyarrow cannot
+    read, or a column that is not text, is an error that names the file and the column."""
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise ImportError(f"{path}: reading Parquet needs pyarrow: pip install 'bpeforge[parquet]'") from None
-    parquet = pq.ParquetFile(path)
-    if column not in parquet.schema_arrow.names:
-        names = ", ".join(parquet.schema_arrow.names)
-        raise ValueError(f"{path}: no column {column!r} (columns: {names}); choose it with --text-column")
-    for batch in parquet.iter_batches(columns=[column], batch_size=8192):
-        for text in batch.column(0).to_pylist():
-            if text is not None:
-                yield text
+    if not os.path.exists(path):  # pyarrow's own error would not name it as Python's does
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as err:
+        raise ValueError(f"{path}: not a Parquet file that can be read ({_one_line(err)})") from None
+    schema = parquet.schema_arrow
+    if column not in schema.names:
+        raise ValueError(
+            f"{path}: no column {column!r} (columns: {', '.join(schema.names)}); choose it with --text-column"
+        )
+    kind = schema.field(column).type
+    if not _is_text(pa, kind):
+        texts = [name for name in schema.names if _is_text(pa, schema.field(name).type)]
+        raise ValueError(
+            f"{path}: column {column!r} holds {kind}, not text (strings); choose a text column with --text-column "
+            f"(text columns: {', '.join(texts) or 'none'})"
+        )
+    try:
+        for batch in parquet.iter_batches(columns=[column], batch_size=8192):
+            for text in batch.column(0).to_pylist():
+                if text is not None:
+                    yield text
+    except (pa.ArrowException, OSError) as err:  # pyarrow's I/O and format errors name no file
+        raise ValueError(f"{path}: column {column!r} cannot be read: the file is damaged ({_one_line(err)})") from None
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
+
+
+def _is_text(pa: object, kind: object) -> bool:
+    """Strings (plain, large, views), or a dictionary of them."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    string_view = getattr(pa.types, "is_string_view", lambda kind: False)  # pyarrow >= 16
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or string_view(kind)

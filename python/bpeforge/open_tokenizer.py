@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from bpeforge.formats.gpt2 import MERGES_FILE, VOCAB_FILE
+from bpeforge.formats.gpt2 import MERGES_FILE, META_FILE, VOCAB_FILE
 from bpeforge.formats.hf import HF_FILE
 from bpeforge.tiktoken import Encoding, get_encoding, list_encoding_names
+from bpeforge.tiktoken.registry import RANK_FILE_PATTERNS, recognise_rank_file
 from bpeforge.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 TokenizerSource = Union[Tokenizer, Encoding, "TrainResult", str, "os.PathLike[str]"]
 # Rank files as they are often kept; the reader decompresses them as it does corpora.
 _COMPRESSED_RANKS = (".tiktoken.gz", ".tiktoken.xz", ".tiktoken.zst")
+# The tokenizers whose files record neither pattern nor special tokens, so that they are given.
+_UNRECORDED = ".tiktoken files and GPT-2 directories without bpeforge.json"
 # What a `TrainResult` holds (`bpeforge.train` imports this module, so it is known by its fields here).
 _TRAINED_FIELDS = ("vocab", "merges", "special_tokens", "pattern", "stats")
 
@@ -67,12 +70,14 @@ def open_tokenizer(
         )
     kind = tokenizer_kind(path)
     if kind == "tiktoken":
-        if pattern is None:
-            raise ValueError(
-                f"{path}: a .tiktoken file does not record its pre-tokenizer; give its pattern "
-                "(e.g. pattern='o200k' for o200k_base, 'cl100k' for cl100k_base)"
-            )
+        pattern = pattern if pattern is not None else rank_file_pattern(path)
         return Tokenizer.from_tiktoken(path, pattern, list(special_tokens or []), cache_size=cache_size)
+    if kind == "gpt2" and is_bare_gpt2_directory(path) and (pattern is not None or special_tokens):
+        # What a bare GPT-2 directory does not record, given: no warning that it is missing.
+        files = (path / VOCAB_FILE, path / MERGES_FILE)
+        return Tokenizer.from_files(
+            *files, list(special_tokens or []), pattern=pattern or "gpt2", cache_size=cache_size
+        )
     if kind is None:
         raise ValueError(
             f"cannot tell what tokenizer {path} is: give a directory written by `bpeforge train` (or with "
@@ -83,6 +88,26 @@ def open_tokenizer(
     if kind == "hf":
         return Tokenizer.from_hf(path / HF_FILE if path.is_dir() else path, cache_size=cache_size)
     return Tokenizer.load(path, cache_size=cache_size)
+
+
+def rank_file_pattern(path: Path) -> str:
+    """The pattern of a `.tiktoken` file given none: known for the rank files bpeforge ships (recognised by
+    their sha256, however named or compressed), else an error asking for it."""
+    name = recognise_rank_file(path)
+    if name is None:
+        shipped = ", ".join(RANK_FILE_PATTERNS)
+        raise ValueError(
+            f"{path}: a .tiktoken file does not record its pre-tokenizer; give its pattern with --pattern / "
+            "pattern= (o200k for o200k_base, cl100k for cl100k_base, gpt2 for r50k_base and p50k_base, or a "
+            f"regex): it is none of the rank files bpeforge ships, whose patterns are known ({shipped})"
+        )
+    return RANK_FILE_PATTERNS[name]
+
+
+def is_bare_gpt2_directory(path: Path) -> bool:
+    """A GPT-2 directory without bpeforge's `bpeforge.json`: it records neither special tokens nor a pattern,
+    so they may be given, as for a `.tiktoken` file."""
+    return path.is_dir() and tokenizer_kind(path) == "gpt2" and not (path / META_FILE).exists()
 
 
 def is_tiktoken_file(source: object) -> bool:
@@ -105,6 +130,6 @@ def _refuse_overrides(
     tokenizer: Tokenizer | None, pattern: str | None, special_tokens: Iterable[str] | None, what: str
 ) -> None:
     if pattern is not None and (tokenizer is None or pattern != tokenizer.pattern):
-        raise ValueError(f"{what} has its own pre-tokenizer; a pattern is only for .tiktoken files")
+        raise ValueError(f"{what} has its own pre-tokenizer; a pattern is only for {_UNRECORDED}")
     if special_tokens:
-        raise ValueError(f"{what} has its own special tokens; special tokens are only for .tiktoken files")
+        raise ValueError(f"{what} has its own special tokens; special tokens are only for {_UNRECORDED}")

@@ -13,7 +13,7 @@ from bpeforge import _core
 from bpeforge import extend as _extend
 from bpeforge.arguments import TrainingNote, check_positive, thread_count
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
-from bpeforge.open_tokenizer import TokenizerSource, is_tiktoken_file
+from bpeforge.open_tokenizer import TokenizerSource, is_bare_gpt2_directory, is_tiktoken_file, open_tokenizer
 from bpeforge.patterns import normalize_pattern
 from bpeforge.progress import progress_bars
 from bpeforge.tokenizer import Tokenizer
@@ -240,9 +240,17 @@ def training_setup(
     specials = normalize_specials(special_tokens)
     if extend is None:
         return None, specials, normalize_pattern(pattern or "gpt2")
+    unrecorded = is_tiktoken_file(extend) or is_bare_gpt2_source(extend)
+    if is_bare_gpt2_source(extend):
+        # Its files record no special tokens nor pattern: those given are the base's own.
+        extend = open_tokenizer(extend, special_tokens=specials, pattern=pattern)
     base = _extend.open_base(extend, pattern)
-    pattern = _extend.extension_pattern(base, None if is_tiktoken_file(extend) else pattern)
+    pattern = _extend.extension_pattern(base, None if unrecorded else pattern)
     return base, _extend.extension_specials(base, specials), pattern
+
+
+def is_bare_gpt2_source(source: object) -> bool:
+    return isinstance(source, (str, os.PathLike)) and is_bare_gpt2_directory(Path(source))
 
 
 def train_counts(

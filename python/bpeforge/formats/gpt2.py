@@ -185,8 +185,9 @@ def load_meta(directory: str | os.PathLike[str]) -> dict:
     path = Path(directory) / META_FILE
     if not path.exists():
         warnings.warn(
-            f"{directory} has no {META_FILE}: loading it with no special tokens and the gpt2 pattern; if it was "
-            f"trained otherwise, save it again with bpeforge.save(..., special_tokens=..., pattern=...)",
+            f"{directory} has no {META_FILE}: loading it with no special tokens and the gpt2 pattern; if it has "
+            f"special tokens or another pattern, give them (--special-token, --pattern; special_tokens=, pattern= "
+            f"of Tokenizer.from_files) or save it again with bpeforge.save(..., special_tokens=..., pattern=...)",
             stacklevel=3,
         )
         return {"special_tokens": [], "pattern": "gpt2"}

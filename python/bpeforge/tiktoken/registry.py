@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -107,6 +108,21 @@ def get_encoding(encoding_name: str) -> Encoding:
             encoding._pickled_as = (get_encoding, (encoding_name,))  # pickles as its name
             ENCODINGS[encoding_name] = encoding
         return ENCODINGS[encoding_name]
+
+
+# The preset each shipped rank file's encoding pre-tokenizes with (r50k_base's pattern splits as gpt2's).
+RANK_FILE_PATTERNS = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
+
+
+def recognise_rank_file(path: str | os.PathLike[str]) -> str | None:
+    """The name of the shipped encoding whose rank file `path` is (plain or compressed, compared by the sha256
+    tiktoken pins), or None: a `.tiktoken` file records no pattern, but a known one's pattern is known."""
+    reader = _core.InputReader(os.fspath(path))
+    digest = hashlib.sha256()
+    while block := reader.read(1 << 20):
+        digest.update(block)
+    found = digest.hexdigest()
+    return next((name for name, sha256 in RANK_FILES.items() if sha256 == found), None)
 
 
 def list_encoding_names() -> list[str]:

@@ -80,7 +80,8 @@ fn check_merges_make_every_token(base: &Encoder) -> Result<(), Error> {
         if !specials.contains(&id) && !made.contains(&made_as) {
             return Err(Error::InvalidArgument(format!(
                 "the base's merges do not make its token {} (id {id}): every token of a base \
-                 that is not a special token must be a byte or the result of a merge",
+                 that is not a special token must be a byte or the result of a merge; if it is a special \
+                 token the base's files do not record, declare it (special_tokens=, --special-token)",
                 show(bytes)
             )));
         }
