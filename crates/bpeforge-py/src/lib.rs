@@ -8,6 +8,7 @@ mod counts;
 mod detached;
 mod encoder;
 mod errors;
+mod hf;
 mod id_array;
 mod observer;
 mod pools;
@@ -186,6 +187,7 @@ fn parse_rank_file<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
+    m.add_class::<hf::PyHfPipeline>()?;
     m.add_class::<id_array::IdArray>()?;
     m.add_class::<counts::PyCounts>()?;
     m.add_class::<reader::PyInputReader>()?;

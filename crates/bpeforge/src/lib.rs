@@ -17,6 +17,7 @@
 //! - `min_tree`: the tournament tree `bpe`'s merge loop takes the lowest rank from (pieces of 33-1024 bytes);
 //! - `pair_filter`: a Bloom filter that answers "no merge" for most pairs before the merge table;
 //! - `ranks`: the merges a tiktoken rank table implies;
+//! - `hf`: a byte-level BPE `tokenizer.json` of HF `tokenizers`, its whole pipeline run with its ids;
 //! - `gpt2_files`, `rank_file`: GPT-2's `vocab.json` and `merges.txt`, and tiktoken's rank files, read
 //!   without Python;
 //! - `piece_table`, `cache`, `shared_long`: the encoder's piece caches: a thread's own, and
@@ -40,6 +41,7 @@ pub mod encode;
 pub mod encode_files;
 pub mod error;
 pub mod gpt2_files;
+pub mod hf;
 pub mod huge_pages;
 pub mod input;
 pub mod long_pieces;
@@ -73,6 +75,7 @@ pub mod vocab;
 
 pub use encode::Encoder;
 pub use error::Error;
+pub use hf::HfTokenizer;
 pub use pattern::Pattern;
 pub use progress::{Observer, Phase, Silent};
 pub use train::{train, TrainOptions, TrainResult, TrainStats};

@@ -1,0 +1,141 @@
+//! `bpeforge._core.HfPipeline`: a `tokenizer.json`'s whole pipeline
+//! (`bpeforge::hf`), behind `bpeforge.Tokenizer.from_hf` for files that are
+//! more than GPT-2's vocabulary and merges. Frozen and shared by threads;
+//! every method that encodes releases the GIL.
+
+use bpeforge::hf::{HfTokenizer, Workspace};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList};
+use rayon::prelude::*;
+
+use crate::errors::to_py_err;
+use crate::id_array::IdArray;
+use crate::pools::{detached_on, pool_for};
+
+#[pyclass(frozen, module = "bpeforge._core", name = "HfPipeline")]
+pub struct PyHfPipeline {
+    inner: HfTokenizer,
+}
+
+impl PyHfPipeline {
+    fn encode_detached(&self, py: Python<'_>, text: &str, add_special_tokens: bool) -> PyResult<Vec<u32>> {
+        py.detach(|| self.inner.encode(text, add_special_tokens)).map_err(to_py_err)
+    }
+
+    /// Each text's ids, in parallel on the call's threads.
+    fn encode_all(
+        &self,
+        py: Python<'_>,
+        texts: &[String],
+        num_threads: Option<usize>,
+        add_special_tokens: bool,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let pool = pool_for(num_threads)?;
+        let inner = &self.inner;
+        let run = || {
+            texts
+                .par_iter()
+                .map_init(
+                    || (Workspace::default(), inner.encoder().map(|encoder| encoder.pooled_state())),
+                    |(work, state), text| {
+                        let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+                        inner.encode_into(text, add_special_tokens, work, state.as_deref_mut(), &mut ids)?;
+                        Ok(ids)
+                    },
+                )
+                .collect::<Result<Vec<_>, bpeforge::Error>>()
+        };
+        detached_on(py, &pool, run).map_err(to_py_err)
+    }
+}
+
+#[pymethods]
+impl PyHfPipeline {
+    /// Load the text of a `tokenizer.json`; ValueError names what is refused.
+    #[new]
+    fn new(py: Python<'_>, json: &str) -> PyResult<Self> {
+        let inner = py.detach(|| HfTokenizer::from_json(json)).map_err(to_py_err)?;
+        Ok(Self { inner })
+    }
+
+    #[pyo3(signature = (text, add_special_tokens=true))]
+    fn encode(&self, py: Python<'_>, text: &str, add_special_tokens: bool) -> PyResult<Vec<u32>> {
+        self.encode_detached(py, text, add_special_tokens)
+    }
+
+    #[pyo3(signature = (text, add_special_tokens=true))]
+    fn encode_to_array(&self, py: Python<'_>, text: &str, add_special_tokens: bool) -> PyResult<IdArray> {
+        Ok(IdArray::new(self.encode_detached(py, text, add_special_tokens)?))
+    }
+
+    #[pyo3(signature = (texts, num_threads=None, add_special_tokens=true))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+        add_special_tokens: bool,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        self.encode_all(py, &texts, num_threads, add_special_tokens)
+    }
+
+    /// All ids in one array and the int64 offsets of each text's ids (a little-endian bytearray).
+    #[pyo3(signature = (texts, num_threads=None, add_special_tokens=true))]
+    fn encode_batch_to_arrays<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+        add_special_tokens: bool,
+    ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
+        let lists = self.encode_all(py, &texts, num_threads, add_special_tokens)?;
+        let mut all = Vec::with_capacity(lists.iter().map(Vec::len).sum());
+        let mut offsets = Vec::with_capacity((lists.len() + 1) * 8);
+        offsets.extend_from_slice(&0i64.to_le_bytes());
+        for ids in lists {
+            all.extend_from_slice(&ids);
+            offsets.extend_from_slice(&(all.len() as i64).to_le_bytes());
+        }
+        Ok((IdArray::new(all), PyByteArray::new(py, &offsets)))
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = ids
+            .into_iter()
+            .map(|id| u32::try_from(id).map_err(|_| to_py_err(bpeforge::Error::UnknownId(u32::MAX))))
+            .collect::<PyResult<Vec<u32>>>()?;
+        let bytes = self.inner.decode_bytes(&ids).map_err(to_py_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// The bytes of token `id` as decoding gives them, or None.
+    fn token<'py>(&self, py: Python<'py>, id: i64) -> Option<Bound<'py, PyBytes>> {
+        let bytes = self.inner.token_bytes(u32::try_from(id).ok()?)?;
+        Some(PyBytes::new(py, &bytes))
+    }
+
+    /// The id of a model token given as bytes, or of an added token's text, or None.
+    fn id(&self, token: &[u8]) -> Option<u32> {
+        let added = self.inner.added_tokens().iter().find(|added| added.content.as_bytes() == token);
+        added.map(|added| added.id).or_else(|| self.inner.vocab().id(token))
+    }
+
+    /// `[(id, bytes)]` of every id, added tokens as their text's UTF-8.
+    fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let entries: Vec<_> = (0..self.inner.id_count() as u32)
+            .filter_map(|id| self.inner.token_bytes(id).map(|bytes| (id, PyBytes::new(py, &bytes))))
+            .collect();
+        PyList::new(py, entries)
+    }
+
+    /// `[(content, id, special)]` of the added tokens.
+    fn added_tokens(&self) -> Vec<(String, u32, bool)> {
+        self.inner.added_tokens().iter().map(|token| (token.content.clone(), token.id, token.special)).collect()
+    }
+
+    /// Whether pre-tokenization and merges run on the encoder's scanner and cache.
+    #[getter]
+    fn is_fast(&self) -> bool {
+        self.inner.is_fast()
+    }
+}

@@ -1,0 +1,191 @@
+//! Added tokens (`added_tokens` of a `tokenizer.json`), found in the text as
+//! `tokenizers`' `AddedVocabulary` finds them: first the tokens with
+//! `normalized: false` in the raw text, then, in each stretch between them
+//! once normalized, the tokens with `normalized: true` (in their normalized
+//! spelling). Each pass takes the leftmost-longest match; `single_word`
+//! skips a match with a word char on either side, `lstrip` and `rstrip`
+//! take the whitespace beside it into the token.
+
+use std::borrow::Cow;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde_json::Value;
+
+use super::char_classes::{SPACE, WORD};
+use super::json::{field_bool, field_str, field_u32};
+use super::normalizers::Normalizer;
+use crate::error::Error;
+
+#[derive(Debug, Clone)]
+pub struct AddedToken {
+    pub id: u32,
+    pub content: String,
+    pub special: bool,
+    pub normalized: bool,
+    pub single_word: bool,
+    pub lstrip: bool,
+    pub rstrip: bool,
+}
+
+/// One pass's tokens: an automaton over their spellings, and the token of each pattern.
+struct Pass {
+    automaton: AhoCorasick,
+    tokens: Vec<AddedToken>,
+}
+
+/// A stretch of text, or an added token's id.
+pub enum Segment<'t> {
+    Text(&'t str),
+    Token(u32),
+}
+
+pub struct AddedVocabulary {
+    tokens: Vec<AddedToken>,
+    raw: Option<Pass>,
+    normalized: Option<Pass>,
+}
+
+impl AddedToken {
+    pub fn parse(json: &Value, number: usize) -> Result<Self, Error> {
+        let component = format!("added_tokens[{number}]");
+        let flag = |name: &str, default: bool| -> Result<bool, Error> {
+            Ok(field_bool(json, name, &component)?.unwrap_or(default))
+        };
+        Ok(Self {
+            id: field_u32(json, "id", &component)?,
+            content: field_str(json, "content", &component)?.to_string(),
+            special: flag("special", false)?,
+            normalized: flag("normalized", true)?,
+            single_word: flag("single_word", false)?,
+            lstrip: flag("lstrip", false)?,
+            rstrip: flag("rstrip", false)?,
+        })
+    }
+}
+
+impl AddedVocabulary {
+    /// `tokens` with the ids `tokenizers` gives them; `normalizer` spells the
+    /// normalized ones as they are looked for.
+    pub fn new(tokens: Vec<AddedToken>, normalizer: Option<&Normalizer>) -> Result<Self, Error> {
+        let (normalized, raw): (Vec<AddedToken>, Vec<AddedToken>) = tokens.iter().cloned().partition(|t| t.normalized);
+        let spell = |token: &AddedToken| match normalizer {
+            Some(normalizer) => normalizer.normalize(Cow::Borrowed(token.content.as_str())).into_owned(),
+            None => token.content.clone(),
+        };
+        Ok(Self {
+            raw: Pass::new(raw, |token| token.content.clone())?,
+            normalized: Pass::new(normalized, spell)?,
+            tokens,
+        })
+    }
+
+    pub fn tokens(&self) -> &[AddedToken] {
+        &self.tokens
+    }
+
+    /// `text` cut at the added tokens with `normalized: false`.
+    pub fn split_raw<'t>(&self, text: &'t str, out: &mut Vec<Segment<'t>>) {
+        split(self.raw.as_ref(), text, out)
+    }
+
+    /// Normalized `text` cut at the added tokens with `normalized: true`.
+    pub fn split_normalized<'t>(&self, text: &'t str, out: &mut Vec<Segment<'t>>) {
+        split(self.normalized.as_ref(), text, out)
+    }
+}
+
+impl Pass {
+    fn new(tokens: Vec<AddedToken>, spell: impl Fn(&AddedToken) -> String) -> Result<Option<Self>, Error> {
+        if tokens.is_empty() {
+            return Ok(None);
+        }
+        let patterns: Vec<String> = tokens.iter().map(&spell).collect();
+        if let Some(token) = tokens.iter().zip(&patterns).find(|(_, p)| p.is_empty()).map(|(t, _)| t) {
+            return Err(super::json::refuse(
+                &format!("added token {:?}", token.content),
+                "it is empty once normalized",
+            ));
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&patterns)
+            .map_err(|err| Error::InvalidArgument(format!("added tokens: {err}")))?;
+        Ok(Some(Self { automaton, tokens }))
+    }
+}
+
+/// `find_matches` of `tokenizers`' `AddedVocabulary`, empty stretches left out.
+fn split<'t>(pass: Option<&Pass>, text: &'t str, out: &mut Vec<Segment<'t>>) {
+    out.clear();
+    let Some(pass) = pass else {
+        if !text.is_empty() {
+            out.push(Segment::Text(text));
+        }
+        return;
+    };
+    let mut taken = 0;
+    for found in pass.automaton.find_iter(text) {
+        let token = &pass.tokens[found.pattern().as_usize()];
+        let (mut start, mut stop) = (found.start(), found.end());
+        if token.single_word {
+            let word_before = text[..start].chars().next_back().is_some_and(|ch| WORD.contains(ch));
+            let word_after = text[stop..].chars().next().is_some_and(|ch| WORD.contains(ch));
+            if word_before || word_after {
+                continue;
+            }
+        }
+        if token.lstrip {
+            let spaces =
+                text[..start].chars().rev().take_while(|&ch| SPACE.contains(ch)).map(char::len_utf8).sum::<usize>();
+            // Spaces an earlier match took are not taken twice.
+            start = (start - spaces).max(taken);
+        }
+        if token.rstrip {
+            stop += text[stop..].chars().take_while(|&ch| SPACE.contains(ch)).map(char::len_utf8).sum::<usize>();
+        }
+        if taken < start {
+            out.push(Segment::Text(&text[taken..start]));
+        }
+        out.push(Segment::Token(token.id));
+        taken = stop;
+    }
+    if taken < text.len() {
+        out.push(Segment::Text(&text[taken..]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(content: &str, id: u32, rules: &str) -> AddedToken {
+        AddedToken {
+            id,
+            content: content.to_string(),
+            special: true,
+            normalized: false,
+            single_word: rules.contains('w'),
+            lstrip: rules.contains('l'),
+            rstrip: rules.contains('r'),
+        }
+    }
+
+    fn cut(tokens: Vec<AddedToken>, text: &str) -> Vec<String> {
+        let vocabulary = AddedVocabulary::new(tokens, None).unwrap();
+        let mut out = Vec::new();
+        vocabulary.split_raw(text, &mut out);
+        out.iter()
+            .map(|segment| match segment {
+                Segment::Text(text) => text.to_string(),
+                Segment::Token(id) => format!("<{id}>"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hf_added_tokens_match_longest_first_with_their_rules() {
+        assert_eq!(cut(vec![token("<a>", 1, ""), token("<a><b>", 2, "")], "x<a><b>y"), ["x", "<2>", "y"]);
+        assert_eq!(cut(vec![token("<m>", 1, "lr")], "a  <m>  b"), ["a", "<1>", "b"]);
+        assert_eq!(cut(vec![token("ab", 1, "w")], "ab xab ab"), ["<1>", " xab ", "<1>"]);
+    }
+}

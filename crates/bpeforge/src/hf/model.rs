@@ -1,0 +1,142 @@
+//! The BPE model of a byte-level `tokenizer.json`: its vocabulary (token text
+//! in GPT-2's byte chars), its merges (`"a b"` strings or `[a, b]` pairs) and
+//! options, on bpeforge's `Vocabulary` and merge loop.
+//!
+//! Options: `ignore_merges` (a piece that is a whole token is that token) is
+//! run; `continuing_subword_prefix` and `end_of_word_suffix` are accepted
+//! only empty (other values give the first and last char tokens of their own
+//! spelling, which bpeforge's byte tables cannot hold), `dropout` only off.
+//! A byte with no token (Falcon has none for some control bytes, GPT-NeoX
+//! none for the bytes UTF-8 never holds) is dropped from its piece before the
+//! merges, as `tokenizers` drops a char it has no token for; `byte_fallback`
+//! and `unk_token` act on such a char instead, so with a missing byte that
+//! text can hold they are refused.
+
+use rustc_hash::FxHashSet;
+use serde_json::Value;
+
+use super::byte_level::ByteTable;
+use super::json::{field_bool, field_nonempty_str, refuse};
+use crate::error::Error;
+use crate::vocab::Vocabulary;
+
+pub struct BpeModel {
+    pub vocab: Vocabulary,
+    pub ignore_merges: bool,
+    /// The bytes a piece loses before its merges (those with no token), when text can hold any.
+    pub dropped: Option<Box<[bool; 256]>>,
+    /// Each id's token text as the file spells it, for decoding.
+    pub texts: Vec<Option<String>>,
+}
+
+impl BpeModel {
+    pub fn parse(json: &Value) -> Result<Self, Error> {
+        let component = "model";
+        if json.get("type").and_then(Value::as_str).unwrap_or("BPE") != "BPE" {
+            return Err(refuse(&format!("model {:?}", json.get("type")), "bpeforge runs BPE models only"));
+        }
+        for option in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if let Some(value) = field_nonempty_str(json, option) {
+                return Err(refuse(&format!("model.{option} = {value:?}"), "bpeforge merges bytes without affixes"));
+            }
+        }
+        if json.get("dropout").and_then(Value::as_f64).is_some_and(|p| p > 0.0) {
+            return Err(refuse("model.dropout", "dropout makes encoding random"));
+        }
+        let ignore_merges = field_bool(json, "ignore_merges", component)?.unwrap_or(false);
+        let vocab_json = json.get("vocab").and_then(Value::as_object).ok_or_else(|| {
+            Error::InvalidArgument("model.vocab is not a JSON object of token text to id".to_string())
+        })?;
+        let table = ByteTable::new();
+        let mut entries = Vec::with_capacity(vocab_json.len());
+        let mut texts: Vec<Option<String>> = Vec::new();
+        for (text, id) in vocab_json {
+            let id = id.as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| {
+                Error::InvalidArgument(format!("model.vocab: token {text:?} has id {id}; ids are 0 to 2^32 - 1"))
+            })?;
+            // A token outside the byte alphabet (an added token's text) is never a merge's
+            // result, so only its text is kept, for decoding.
+            if let Some(bytes) = table.decode(text) {
+                entries.push((id, bytes));
+            }
+            let slot = id as usize;
+            if texts.len() <= slot {
+                texts.resize(slot + 1, None);
+            }
+            texts[slot] = Some(text.clone());
+        }
+        let missing = fill_missing_bytes(&mut entries);
+        let dropped = missing.iter().any(|&byte| !utf8_never_holds(byte)).then(|| {
+            let mut dropped = Box::new([false; 256]);
+            for &byte in &missing {
+                dropped[usize::from(byte)] = true;
+            }
+            dropped
+        });
+        if dropped.is_some() {
+            let acts_instead = [
+                ("byte_fallback", json.get("byte_fallback").and_then(Value::as_bool) == Some(true)),
+                ("unk_token", field_nonempty_str(json, "unk_token").is_some()),
+            ];
+            if let Some((option, _)) = acts_instead.iter().find(|(_, on)| *on) {
+                return Err(refuse(
+                    &format!("model.{option} with a vocabulary missing bytes"),
+                    "it would act on those bytes",
+                ));
+            }
+        }
+        let merges = parse_merges(json.get("merges"), &table)?;
+        let vocab = Vocabulary::new(entries, &merges)?;
+        Ok(Self { vocab, ignore_merges, dropped, texts })
+    }
+}
+
+/// Give each byte the vocabulary lacks an id past all others (bpeforge's
+/// tables want every byte; `dropped` keeps these out of the merges); returns them.
+fn fill_missing_bytes(entries: &mut Vec<(u32, Vec<u8>)>) -> Vec<u8> {
+    let present: FxHashSet<u8> =
+        entries.iter().filter(|(_, bytes)| bytes.len() == 1).map(|(_, bytes)| bytes[0]).collect();
+    let first_free = entries.iter().map(|&(id, _)| id + 1).max().unwrap_or(0);
+    let missing: Vec<u8> = (0..=255u8).filter(|byte| !present.contains(byte)).collect();
+    entries.extend(missing.iter().zip(first_free..).map(|(&byte, id)| (id, vec![byte])));
+    missing
+}
+
+/// 0xC0, 0xC1 and 0xF5-0xFF: bytes no UTF-8 text holds.
+fn utf8_never_holds(byte: u8) -> bool {
+    matches!(byte, 0xC0 | 0xC1 | 0xF5..=0xFF)
+}
+
+/// A merge's two tokens, as bytes.
+type Merge = (Vec<u8>, Vec<u8>);
+
+fn parse_merges(json: Option<&Value>, table: &ByteTable) -> Result<Vec<Merge>, Error> {
+    let list = match json {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(Error::InvalidArgument("model.merges must be a JSON array".to_string())),
+    };
+    let mut seen = FxHashSet::default();
+    let mut merges = Vec::with_capacity(list.len());
+    for (rank, merge) in list.iter().enumerate() {
+        let (left, right) = match merge {
+            Value::String(text) => text.split_once(' ').unwrap_or((text, "")),
+            Value::Array(pair) if pair.len() == 2 => {
+                (pair[0].as_str().unwrap_or_default(), pair[1].as_str().unwrap_or_default())
+            }
+            _ => ("", ""),
+        };
+        let decode = |text: &str| table.decode(text).filter(|bytes| !bytes.is_empty());
+        let (Some(left), Some(right)) = (decode(left), decode(right)) else {
+            return Err(Error::InvalidArgument(format!(
+                "model.merges[{rank}] is {merge}; expected \"left right\" or [left, right] in byte-level spelling"
+            )));
+        };
+        if !seen.insert((left.clone(), right.clone())) {
+            // HF keeps the last rank of a pair listed twice, bpeforge's tables the first.
+            return Err(refuse(&format!("model.merges[{rank}] ({merge}), listed twice"), "the ranks would differ"));
+        }
+        merges.push((left, right));
+    }
+    Ok(merges)
+}
