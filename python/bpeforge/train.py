@@ -314,8 +314,8 @@ def training_notes(result: TrainResult, vocab_size: int) -> list[str]:
     if result.stats.longest_pretoken > LONG_PRETOKEN_BYTES:
         notes.append(
             f"the longest pre-token is {result.stats.longest_pretoken:,} bytes (a run of one repeated character, "
-            f"such as padding, is one pre-token): tokens grow as long, and memory with them; set max_token_length "
-            f"(--max-token-length) to bound them"
+            f"such as padding, is one pre-token): its tokens can grow as long, and memory with them, unless "
+            f"max_token_length (--max-token-length) bounds them"
         )
     return notes
 
