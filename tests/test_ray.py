@@ -311,3 +311,35 @@ def test_cli_refuses_options_that_do_not_apply(corpus, tmp_path, extra, message)
     command = [sys.executable, "-m", "bpeforge", "count", str(corpus[0]), "-o", str(tmp_path / "c"), *extra]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_a_rerun_after_an_input_changed_redoes_its_shards_and_says_so(cluster, corpus, tokenizer, tmp_path):
+    grows, same = tmp_path / "grows.txt", tmp_path / "same.txt"
+    grows.write_text(_text(7, 500))
+    same.write_bytes(corpus[1].read_bytes())
+    out = tmp_path / "tokens"
+    first = bray.encode([grows, same], tokenizer, out, address=cluster, shard_bytes=SHARD)
+    assert first.changed_inputs == () and first.resumed == 0
+    with open(grows, "a") as f:  # one shard before and after: the plan's ranges alone cannot tell
+        f.write(_text(8, 300))
+    again = bray.encode([grows, same], tokenizer, out, address=cluster, shard_bytes=SHARD)
+    assert again.changed_inputs == (str(grows),)
+    assert again.resumed == again.shards - 1  # the other input's shards are kept
+    expected = tokenizer.encode(grows.read_text()) + tokenizer.encode(same.read_text())
+    assert _concatenated(out).tolist() == expected
+    os.utime(grows, ns=(0, 12345))  # the same bytes, another time: redone too
+    tokenizer_dir = tmp_path / "tok"
+    bpeforge.save(tokenizer.vocab, tokenizer.merges, tokenizer_dir, special_tokens=[SPECIAL])
+    cli = [sys.executable, "-m", "bpeforge", "encode", str(grows), str(same), "--tokenizer", str(tokenizer_dir)]
+    done = subprocess.run(
+        [*cli, "-o", str(out), "--ray", cluster, "--shard-mb", "0.0625", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"note: 1 input(s) changed since the earlier run (size or modification time), their shards encoded "
+        f"again: {grows}" in done.stdout
+    )
+    assert _concatenated(out).tolist() == expected

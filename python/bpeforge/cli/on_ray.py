@@ -62,6 +62,11 @@ def run_encode(args: argparse.Namespace) -> int:
         f"wrote {result.out_dir}/index.json: {result.tokens:,} tokens in {result.shards} shards{resumed}, "
         f"{time.perf_counter() - started:.2f} s on Ray ({_where(args.ray)})"
     )
+    if result.changed_inputs:
+        print(
+            f"note: {len(result.changed_inputs)} input(s) changed since the earlier run (size or modification time), "
+            f"their shards encoded again: {', '.join(result.changed_inputs)}"
+        )
     return 0
 
 

@@ -10,7 +10,10 @@ Layout of `out_dir` (docs/scale-out.md):
 
 Every file is written under a temporary name and renamed into place, so a
 task killed and retried never leaves a corrupt or duplicate shard, and a
-re-run with the same plan skips the shards already complete.
+re-run with the same plan skips the shards already complete. `job.json`
+records each input's size and modification time, and each shard's `.json`
+those it was encoded from: a re-run redoes the shards of an input that
+changed since (and says which inputs did).
 Concatenating the shards in index order gives `bpeforge encode`'s ids.
 """
 
@@ -34,7 +37,7 @@ from bpeforge.formats.npy import NpyWriter
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all
-from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, plan_files
+from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, input_stamps, plan_files
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import normalize_paths
 
@@ -50,6 +53,8 @@ class EncodeResult:
     shards: int
     resumed: int  # shards already complete from an earlier run
     tokens: int
+    # Inputs whose size or modification time changed since an earlier run of the job: their shards were redone.
+    changed_inputs: tuple[str, ...] = ()
 
 
 def encode(
@@ -79,9 +84,10 @@ def encode(
         shards = plan_files(normalize_paths(inputs), tokenizer.special_tokens, tokenizer.pattern, shard_bytes, glob)
         _refuse_records(shards)
     job = {"format": FORMAT, "version": VERSION, "tokenizer": fingerprint(tokenizer), "dtype": dtype}
+    job.update(shard_bytes=None if blocks else shard_bytes, inputs=input_stamps(shards))
     job["shards"] = [shard.to_json() for shard in shards]
-    _start_job(out, job, overwrite)
-    todo = [shard for shard in shards if not _meta_path(out, shard).exists()]
+    changed = _start_job(out, job, overwrite)
+    todo = [shard for shard in shards if not _complete(out, shard)]
     box = [ray.put(tokenizer)]  # in a list, so tasks fetch it once per worker (see _tokenizer)
     task = _encode_shard.options(**SHARD_TASK_OPTIONS)
     key = job["tokenizer"]
@@ -91,8 +97,8 @@ def encode(
     ]
     wait_all(todo, refs, progress=progress)
     index = _write_index(out, shards, job)
-    _remove_leftovers(out)
-    return EncodeResult(out, len(shards), len(shards) - len(todo), index["num_tokens"])
+    _remove_leftovers(out, len(shards))
+    return EncodeResult(out, len(shards), len(shards) - len(todo), index["num_tokens"], tuple(changed))
 
 
 def read_index(out_dir: str | os.PathLike[str]) -> dict:
@@ -123,16 +129,23 @@ def _refuse_records(shards: list[Shard]) -> None:
         )
 
 
-def _start_job(out: Path, job: dict, overwrite: bool) -> None:
-    """Record the plan, or check that `out` holds this same job to resume."""
+def _start_job(out: Path, job: dict, overwrite: bool) -> list[str]:
+    """Record the plan, or check that `out` holds this same job to resume; the inputs that changed since (their
+    size or modification time), whose shards are then redone."""
     plan = out / "job.json"
     if plan.exists() and not overwrite:
-        if read_json(plan) != job:
+        earlier = read_json(plan)
+        if earlier == job:
+            return []
+        if not isinstance(earlier, dict) or _settings(earlier) != _settings(job):
             raise FileExistsError(
                 f"{out} holds another job (a different tokenizer, dtype, inputs or shard size); "
                 f"use a new directory, or overwrite=True (CLI: --force) to start over"
             )
-        return
+        stamps = earlier.get("inputs", {})
+        changed = [path for path, stamp in job["inputs"].items() if stamps.get(path) != stamp]
+        write_text_atomically(plan, json.dumps(job, indent=1) + "\n", overwrite=True)
+        return changed
     if overwrite and out.exists():
         # Starting over empties only a directory of this job's own files.
         check_output(out, overwrite=True, directory=True, owned=OWNED_FILES)
@@ -140,6 +153,22 @@ def _start_job(out: Path, job: dict, overwrite: bool) -> None:
         (out / "index.json").unlink(missing_ok=True)
     (out / "shards").mkdir(parents=True, exist_ok=True)
     write_text_atomically(plan, json.dumps(job, indent=1) + "\n", overwrite=True)
+    return []
+
+
+def _settings(job: dict) -> tuple:
+    """What makes a job the same job: all but its inputs' sizes and times (and so its shards' ranges)."""
+    keys = ("format", "version", "tokenizer", "dtype", "shard_bytes")
+    return (*(job.get(key) for key in keys), list(job.get("inputs", {})))
+
+
+def _complete(out: Path, shard: Shard) -> bool:
+    """Whether the shard's files are written, for this very shard: its range of the input as it is now."""
+    meta = _meta_path(out, shard)
+    if not meta.exists():
+        return False
+    done = read_json(meta)
+    return isinstance(done, dict) and all(done.get(key) == value for key, value in shard.to_json().items())
 
 
 def _shard_path(out: Path, shard: Shard, suffix: str) -> Path:
@@ -210,7 +239,11 @@ def _write_index(out: Path, shards: list[Shard], job: dict) -> dict:
     return index
 
 
-def _remove_leftovers(out: Path) -> None:
-    """Temporary files of killed attempts; no task runs any more."""
+def _remove_leftovers(out: Path, shards: int) -> None:
+    """Temporary files of killed attempts (no task runs any more), and the shards of an earlier plan of more
+    shards than this one (an input that shrank)."""
     for leftover in (out / "shards").glob(".*"):
         leftover.unlink(missing_ok=True)
+    for stale in (out / "shards").glob("[0-9]*"):
+        if int(stale.name.split(".")[0]) >= shards:
+            stale.unlink(missing_ok=True)

@@ -28,6 +28,9 @@ class Shard:
     start: int | None = None  # byte range in a text file, or row range in a Dataset
     end: int | None = None
     kind: str = "text"  # "text", "jsonl", "parquet" or "rows"
+    # The source file's size and modification time when the plan was made: a shard done for other ones is stale.
+    size: int | None = None
+    mtime_ns: int | None = None
 
     def core_source(self) -> str | tuple[str, int, int]:
         """What `_core` takes: the path, or `(path, start, end)` for a byte range."""
@@ -41,7 +44,8 @@ class Shard:
         return f"shard {self.index} ({self.source}{where})"
 
     def to_json(self) -> dict:
-        return {"source": self.source, "start": self.start, "end": self.end, "kind": self.kind}
+        stamp = {} if self.size is None else {"size": self.size, "mtime_ns": self.mtime_ns}
+        return {"source": self.source, "start": self.start, "end": self.end, "kind": self.kind, **stamp}
 
 
 def plan_files(
@@ -56,9 +60,18 @@ def plan_files(
         raise ValueError(f"shard_bytes must be at least 1, got {shard_bytes}")
     shards: list[Shard] = []
     for path in expand(paths, glob):
+        # Stamped before it is read: a file that changes while it is planned or read is seen as changed next time.
+        stat = os.stat(path)
         for source in _file_shards(path, special_tokens, pattern, shard_bytes):
-            shards.append(Shard(len(shards), *source))
+            shards.append(Shard(len(shards), *source, size=stat.st_size, mtime_ns=stat.st_mtime_ns))
     return shards
+
+
+def input_stamps(shards: Sequence[Shard]) -> dict[str, dict[str, int]]:
+    """Each input file's size and modification time as the plan saw them, in input order."""
+    return {
+        shard.source: {"size": shard.size, "mtime_ns": shard.mtime_ns} for shard in shards if shard.size is not None
+    }
 
 
 def _file_shards(path: Path, special_tokens: list[str], pattern: str, shard_bytes: int) -> list[tuple]:
