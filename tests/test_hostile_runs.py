@@ -104,6 +104,23 @@ def test_training_and_counting_bound_their_threads_and_leave_none(tmp_path):
     assert result.stdout.strip() == "ok"
 
 
+def test_the_core_counts_class_bounds_threads_with_the_same_note(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        counts = bpeforge.Counts([])
+        counts.add_texts([CORPUS], num_threads=10000)
+        from_files = bpeforge.Counts.from_files([str(corpus)], [], 2**40)
+        from_files.train(270, num_threads=300)
+    assert counts.items() == from_files.items()
+    notes = [str(w.message) for w in caught if issubclass(w.category, bpeforge.TrainingNote)]
+    if max_threads() < 300:
+        assert [note.split(" is more")[0] for note in notes] == ["num_threads=10,000", "num_threads=1,099,511,627,776",
+                                                                 "num_threads=300"]  # fmt: skip
+        assert all(w.filename == __file__ for w in caught), "the note points at the caller's line"
+
+
 def test_the_tiktoken_drop_in_bounds_threads_by_the_same_rule():
     import bpeforge.tiktoken as tiktoken
 

@@ -19,6 +19,7 @@ use crate::detached::run_detached;
 use crate::encoder::PyEncoder;
 use crate::errors::to_py_err;
 use crate::observer::PyObserver;
+use crate::pools::noted_threads;
 use crate::sources::{to_sources, SourceArg};
 use crate::{extension_to_py, train_result_to_py};
 
@@ -77,6 +78,7 @@ impl PyCounts {
         pattern: &str,
     ) -> PyResult<Self> {
         let observer = PyObserver::new(progress);
+        let num_threads = noted_threads(py, num_threads)?;
         let settings = CountSettings {
             special_tokens: &special_tokens,
             pattern,
@@ -95,7 +97,7 @@ impl PyCounts {
         let texts = documents(texts)?;
         let specials = SpecialSplitter::new(&self.inner.special_tokens).map_err(to_py_err)?;
         let pattern = Pattern::new(&self.inner.pattern).map_err(to_py_err)?;
-        let pool = train::build_pool(num_threads).map_err(to_py_err)?;
+        let pool = train::build_pool(noted_threads(py, num_threads)?).map_err(to_py_err)?;
         let inner = &mut self.inner;
         py.detach(|| {
             add_texts(&mut inner.counts, &texts, &specials, &pattern, &pool)?;
@@ -168,6 +170,7 @@ impl PyCounts {
         base: Option<PyRef<'py, PyEncoder>>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let num_threads = noted_threads(py, num_threads)?;
         let options = TrainOptions {
             min_frequency,
             max_token_length,

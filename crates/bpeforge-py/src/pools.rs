@@ -71,6 +71,18 @@ fn shared_pool() -> PyResult<Arc<rayon::ThreadPool>> {
     Ok(pool)
 }
 
+/// `num_threads` bounded as the core bounds it, with the `TrainingNote` that
+/// the Python layer's callers get (`bpeforge.arguments.thread_count`), for the
+/// core's classes called directly (`bpeforge.Counts`).
+pub fn noted_threads(py: Python<'_>, num_threads: Option<usize>) -> PyResult<Option<usize>> {
+    match num_threads {
+        Some(threads) if threads > max_threads() => {
+            py.import("bpeforge.arguments")?.getattr("thread_count")?.call1((threads,))?.extract()
+        }
+        asked => Ok(asked),
+    }
+}
+
 /// The most threads any call runs on: the cores this process may use. The
 /// Python layer asks it to say when it bounded a `num_threads`.
 #[pyfunction(name = "max_threads")]
