@@ -60,7 +60,7 @@ impl Drop for IdArray {
         // apart in `new`, put back together once, here (NumPy no longer
         // holds the array: it was this object's last reference).
         let ids = unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.capacity) };
-        bpeforge::recycled::give_back(ids);
+        bpeforge::give_back(ids);
     }
 }
 

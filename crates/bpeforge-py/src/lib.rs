@@ -17,8 +17,8 @@ mod utf8_stream;
 
 use std::path::PathBuf;
 
-use bpeforge::train::{Extension, Merge, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::Pattern;
+use bpeforge::{Extension, Merge, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::{TrainResult, TrainStats};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
@@ -68,8 +68,7 @@ fn train<'py>(
         }
         Some(base) => {
             let base = base.encoder().clone();
-            let extension =
-                run_detached(py, &observer, || bpeforge::train::extend(&paths, &options, &base, &observer))?;
+            let extension = run_detached(py, &observer, || bpeforge::extend(&paths, &options, &base, &observer))?;
             extension_to_py(py, &extension)
         }
     }
@@ -133,13 +132,13 @@ fn merges_from_ranks<'py>(py: Python<'py>, ranks: Vec<(Bound<'py, PyBytes>, u32)
     // Each merge is made of the `bytes` objects given (as the vocabulary holds
     // them), not of new ones: 400 K fewer objects for o200k.
     let tokens: Vec<(&[u8], u32)> = ranks.iter().map(|(token, rank)| (token.as_bytes(), *rank)).collect();
-    let splits = py.detach(|| bpeforge::ranks::merge_splits(&tokens)).map_err(errors::to_py_err)?;
+    let splits = py.detach(|| bpeforge::merge_splits(&tokens)).map_err(errors::to_py_err)?;
     match splits {
         Some(splits) => PyList::new(py, splits.iter().map(|&(left, right)| (&ranks[left].0, &ranks[right].0))),
         // A part that is no token (a file lacking a byte): the merges as bytes, so that building the
         // vocabulary names what is missing. Only such files are split twice.
         None => {
-            let merges = py.detach(|| bpeforge::ranks::merges_from_ranks(&tokens)).map_err(errors::to_py_err)?;
+            let merges = py.detach(|| bpeforge::merges_from_ranks(&tokens)).map_err(errors::to_py_err)?;
             byte_pairs_to_py(py, &merges)
         }
     }
@@ -155,7 +154,7 @@ fn byte_pairs_to_py<'py>(py: Python<'py>, pairs: &[(Vec<u8>, Vec<u8>)]) -> PyRes
 /// `bpeforge::gpt2_files`).
 #[pyfunction]
 fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    use bpeforge::gpt2_files::{parse_merges, parse_vocab};
+    use bpeforge::{parse_merges, parse_vocab};
     let Some((vocab, merges)) = py.detach(|| Some((parse_vocab(vocab)?, parse_merges(merges)?))) else {
         return Ok(None);
     };
@@ -168,7 +167,7 @@ fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResu
 /// unusual: the Python reader then decides and names the line (see `bpeforge::rank_file`).
 #[pyfunction]
 fn parse_rank_file<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
-    let Some(ranks) = py.detach(|| bpeforge::rank_file::parse_rank_file(data)) else {
+    let Some(ranks) = py.detach(|| bpeforge::parse_rank_file(data)) else {
         return Ok(None);
     };
     Ok(Some(PyList::new(py, ranks.iter().map(|(token, rank)| (PyBytes::new(py, token), *rank)))?))
@@ -187,6 +186,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
-    m.add("PATTERNS", bpeforge::pattern::PRESETS)?;
+    m.add("PATTERNS", bpeforge::PRESETS)?;
     Ok(())
 }

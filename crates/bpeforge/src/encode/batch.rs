@@ -2,11 +2,11 @@
 //! hashes, computed and their buckets prefetched before the first lookup.
 
 use super::EncodeState;
-use crate::long_pieces::{hash_long, LongPieceTable};
-use crate::packed::{hash_packed, pack_at, INLINE_MAX};
-use crate::piece_table::Probe;
-use crate::prefetch::L2;
-use crate::scan::BATCH_ROOM;
+use crate::encode::cache::long_pieces::{hash_long, LongPieceTable};
+use crate::encode::cache::piece_table::Probe;
+use crate::pretokenize::scan::BATCH_ROOM;
+use crate::util::packed_key::{hash_packed, pack_at, INLINE_MAX};
+use crate::util::prefetch::L2;
 
 /// The packed keys (`packed.rs`; `UNPACKED` for a piece too long to pack) and
 /// hashes (`hash_packed`, or `hash_long` for a piece too long to pack)

@@ -25,8 +25,8 @@
 
 use std::ops::Range;
 
-use crate::pretokenize::is_split_point;
-use crate::specials::SpecialSplitter;
+use crate::pretokenize::cuts::is_split_point;
+use crate::pretokenize::specials::SpecialSplitter;
 
 /// How far ahead of the scanner the specials are looked for: a batch of
 /// English (512 pieces) is about 2.5 KB, and L1 holds 32-48 KiB.
@@ -133,7 +133,7 @@ impl<'t> DocumentEnd<'t> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::specials::tests::splitter as specials;
+    use crate::pretokenize::specials::tests::splitter as specials;
 
     /// GPT-2 scans "ab![ x]" as if it ran on: "ab", "![", ... The special
     /// "[ x]" starts at 3, inside "![", and the split point at 4 (a space

@@ -22,7 +22,9 @@
 mod affinity;
 mod batch;
 mod batch_text;
+pub(crate) mod cache;
 mod document_end;
+pub(crate) mod files;
 mod flat_batch;
 mod parts;
 mod state;
@@ -35,18 +37,18 @@ pub use batch_text::BatchText;
 pub use state::{EncodeState, PooledState, StatePool};
 
 use crate::bpe::encode_piece;
-use crate::cache::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
-use crate::chunking::find_cut;
+use crate::bpe::vocab::Vocabulary;
+use crate::encode::cache::long_pieces::LONG_PIECE_MAX;
+use crate::encode::cache::piece_table::INLINE_IDS;
+use crate::encode::cache::seeds::{vocabulary_seeds, SEEDS_MAX};
+use crate::encode::cache::shared::{CacheInfo, NewEntry, SharedCache, DEFAULT_CACHE_BYTES};
 use crate::error::Error;
-use crate::long_pieces::LONG_PIECE_MAX;
-use crate::packed::{hash_packed, pack};
-use crate::pattern::Pattern;
-use crate::piece_table::INLINE_IDS;
-use crate::prefetch::L1;
-use crate::scan::PieceEnds;
-use crate::seeds::{vocabulary_seeds, SEEDS_MAX};
-use crate::specials::{Piece, SpecialSplitter};
-use crate::vocab::Vocabulary;
+use crate::pretokenize::cuts::find_cut;
+use crate::pretokenize::pattern::Pattern;
+use crate::pretokenize::scan::PieceEnds;
+use crate::pretokenize::specials::{Piece, SpecialSplitter};
+use crate::util::packed_key::{hash_packed, pack};
+use crate::util::prefetch::L1;
 use affinity::run_with_affinity;
 use batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, LONG_ENTRIES_AHEAD, UNPACKED};
 use document_end::{DocumentEnd, AHEAD};
@@ -767,7 +769,7 @@ impl Encoder {
         }
         let (bytes, cut_before) = (text.as_bytes(), self.pattern.cut_before());
         let before_whitespace =
-            |cut: usize| cut_before.contains(&bytes[cut]) && crate::pretokenize::is_split_point(bytes, cut);
+            |cut: usize| cut_before.contains(&bytes[cut]) && crate::pretokenize::cuts::is_split_point(bytes, cut);
         find_cut(bytes, &self.specials, cut_before)
             .filter(|&cut| cut < bytes.len() && before_whitespace(cut))
             .unwrap_or(0)
@@ -939,7 +941,7 @@ fn text_weights<T: BatchText>(texts: &[T]) -> Vec<usize> {
 /// Capacity never written costs no memory.
 pub fn ids_buffer(text_bytes: usize) -> Vec<u32> {
     let capacity = text_bytes / 2 + 16;
-    crate::recycled::take(capacity).unwrap_or_else(|| crate::huge_pages::vec_with_capacity(capacity))
+    crate::util::recycled::take(capacity).unwrap_or_else(|| crate::util::huge_pages::vec_with_capacity(capacity))
 }
 #[cfg(test)]
 mod tests {
@@ -1000,7 +1002,7 @@ mod tests {
             "Hello",
             "ÀB",
         ];
-        let mut rng = crate::test_rng::XorShift(0x51ec_1a15_0f00_d5ed);
+        let mut rng = crate::util::test_rng::XorShift(0x51ec_1a15_0f00_d5ed);
         for pattern in ["gpt2", "cl100k", "o200k", "llama3", "qwen2"] {
             let vocab = Vocabulary::new(entries.clone(), &merges).unwrap();
             let enc = Encoder::new(vocab, &specials, Pattern::new(pattern).unwrap()).unwrap();
@@ -1047,7 +1049,7 @@ mod tests {
     #[test]
     fn a_table_that_starts_over_mid_batch_gives_the_same_ids() {
         let enc = encoder();
-        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        let mut rng = crate::util::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
         let mut word = || -> String { (0..rng.below(6) + 3).map(|_| (b'a' + rng.below(26) as u8) as char).collect() };
         let words: Vec<String> =
             (0..60_000).map(|i| if i % 3 == 0 { " the".into() } else { format!(" {}", word()) }).collect();
@@ -1071,9 +1073,9 @@ mod tests {
     /// seeds the text finds stop being seeds.
     #[test]
     fn seeded_tables_give_the_same_ids() {
-        let vocab = crate::seeds::vocabulary_with_a_token_bpe_never_makes();
+        let vocab = crate::encode::cache::seeds::vocabulary_with_a_token_bpe_never_makes();
         let enc = Encoder::new(vocab, &[], Pattern::Gpt2).unwrap();
-        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut rng = crate::util::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
         let words: Vec<String> = (0..5000)
             .map(|_| {
                 let word: String = (0..rng.below(6) + 1).map(|_| ["a", "b", "c", "ab", "cab"][rng.below(5)]).collect();
@@ -1103,9 +1105,11 @@ mod tests {
     /// batch on two threads.
     #[test]
     fn pieces_cut_in_windows_give_the_ids_of_merging_them_whole() {
-        let enc = Encoder::new(crate::seeds::vocabulary_with_a_token_bpe_never_makes(), &[], Pattern::Gpt2).unwrap();
+        let enc =
+            Encoder::new(crate::encode::cache::seeds::vocabulary_with_a_token_bpe_never_makes(), &[], Pattern::Gpt2)
+                .unwrap();
         enc.seed_tables();
-        let mut rng = crate::test_rng::XorShift(11);
+        let mut rng = crate::util::test_rng::XorShift(11);
         let mut letters = |n: usize| -> String { (0..n).map(|_| ["a", "b", "c", "ab", "cab"][rng.below(5)]).collect() };
         let pieces = [letters(1500), "cab".repeat(700), letters(5000), letters(1025)];
         let text = pieces.iter().map(|piece| format!(" {piece}")).collect::<String>();
@@ -1175,7 +1179,7 @@ mod tests {
     #[test]
     fn a_flat_batch_gives_each_texts_ids_in_order() {
         let enc = encoder();
-        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        let mut rng = crate::util::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
         let texts: Vec<String> = (0..400)
             .map(|i| match i % 50 {
                 0 => String::new(),
@@ -1403,7 +1407,7 @@ mod tests {
         assert!(vocab.can_cut_between(b'a', b'x') && vocab.can_cut_between(b'c', b'a'));
         assert!(!vocab.can_cut_between(b'a', b'b') && !vocab.can_cut_between(b'b', b'a'));
         let enc = Encoder::new(vocab.clone(), &[], Pattern::Gpt2).unwrap();
-        let mut rng = crate::test_rng::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut rng = crate::util::test_rng::XorShift(0x9E37_79B9_7F4A_7C15);
         let mut next = move || rng.next();
         for round in 0..400 {
             // One word (one pre-token) of 16-2,000 letters, some of them repeats of earlier words' parts.

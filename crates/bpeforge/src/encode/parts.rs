@@ -14,11 +14,11 @@
 //! 1.07 ms for 0.25 MB, whose 4x fewer distinct parts stay in L2 (the
 //! issue's worst cases allow 4.5x).
 
-use crate::long_pieces::{hash_long, LongPieceTable, LONG_PIECE_MAX};
-use crate::packed::{hash_packed, pack_at};
-use crate::piece_table::Probe;
-use crate::prefetch::L1;
-use crate::vocab::Vocabulary;
+use crate::bpe::vocab::Vocabulary;
+use crate::encode::cache::long_pieces::{hash_long, LongPieceTable, LONG_PIECE_MAX};
+use crate::encode::cache::piece_table::Probe;
+use crate::util::packed_key::{hash_packed, pack_at};
+use crate::util::prefetch::L1;
 
 /// Bytes a window: one bit of the mask each.
 pub(super) const WINDOW: usize = 64;
@@ -140,12 +140,12 @@ pub(super) fn part_ends<'a>(piece: &'a [u8], vocab: &'a Vocabulary) -> impl Iter
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packed::pack;
-    use crate::seeds::vocabulary_with_a_token_bpe_never_makes;
-    use crate::test_rng::XorShift;
+    use crate::encode::cache::seeds::vocabulary_with_a_token_bpe_never_makes;
+    use crate::util::packed_key::pack;
+    use crate::util::test_rng::XorShift;
 
     fn parts_by_windows(piece: &[u8], vocab: &Vocabulary) -> Vec<usize> {
-        let (table, long) = (crate::piece_table::PieceTable::default(), LongPieceTable::default());
+        let (table, long) = (crate::encode::cache::piece_table::PieceTable::default(), LongPieceTable::default());
         let mut window = PartWindow::default();
         let mut ends = Vec::new();
         let mut start = 0;

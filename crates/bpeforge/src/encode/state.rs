@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use super::batch::PieceBatch;
 use super::parts::PartWindows;
+use crate::bpe::vocab::Vocabulary;
 use crate::bpe::Scratch;
-use crate::cache::{NewEntry, SharedCache};
-use crate::long_pieces::LongPieceTable;
-use crate::packed::{hash_packed, pack, unpack};
-use crate::piece_table::PieceTable;
-use crate::vocab::Vocabulary;
+use crate::encode::cache::long_pieces::LongPieceTable;
+use crate::encode::cache::piece_table::PieceTable;
+use crate::encode::cache::shared::{NewEntry, SharedCache};
+use crate::util::packed_key::{hash_packed, pack, unpack};
 
 /// What encoding keeps between calls on one thread: buffers, the thread's own
 /// cache and a handle on the encoder's shared one. Ids depend only on the

@@ -19,11 +19,11 @@ use std::time::Duration;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
 use crate::error::Error;
-use crate::pattern::Pattern;
+use crate::io::chunking::{progress_total, total_size, CorpusChunks, Source};
+use crate::pretokenize::pattern::Pattern;
+use crate::pretokenize::specials::{Piece, SpecialSplitter};
 use crate::progress::{Observer, Phase};
-use crate::specials::{Piece, SpecialSplitter};
 
 use super::profile::{timed, CountProfile};
 use super::short_counts::ShortCounts;
@@ -100,7 +100,7 @@ pub fn count_files(
 }
 
 fn count_chunks<'a>(
-    batch: &'a [crate::chunking::Chunk],
+    batch: &'a [crate::io::chunking::Chunk],
     how: &Counting<'_>,
     tables: &ShortTables,
     profile: &mut CountProfile,

@@ -28,8 +28,8 @@ use super::queue::{Candidate, MergeQueue};
 use super::table::PretokenCounts;
 use super::word::{Pair, WordStore};
 use crate::error::Error;
-use crate::prefetch::prefetch;
 use crate::progress::{Observer, Phase};
+use crate::util::prefetch::prefetch;
 
 /// How many holders ahead `apply` prefetches.
 const PREFETCH_AHEAD: usize = 8;

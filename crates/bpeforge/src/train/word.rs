@@ -11,7 +11,7 @@
 //! index and on the symbols, and the smaller index took 3-5% off the merge
 //! phase at 500 MB / 32k.
 
-use crate::prefetch::prefetch;
+use crate::util::prefetch::prefetch;
 
 /// A pair of adjacent symbols.
 pub type Pair = (u32, u32);
@@ -47,10 +47,6 @@ impl WordStore {
 
     pub fn len(&self) -> usize {
         self.starts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
     }
 
     pub fn symbols(&self, word: u32) -> &[u32] {
