@@ -26,6 +26,7 @@ pub(crate) mod progress;
 pub(crate) mod train;
 pub(crate) mod util;
 
+pub use bpe::merges::Merge;
 pub use bpe::vocab::Vocabulary;
 pub use bpe::{encode_piece, Scratch};
 pub use encode::cache::shared::DEFAULT_CACHE_BYTES;
@@ -48,7 +49,7 @@ pub use progress::{Observer, Phase, Silent};
 pub use train::count::add_texts;
 pub use train::extend::extend_from_counts;
 pub use train::{
-    build_pool, count, extend, train, train_from_counts, CountSettings, CountsFile, Extension, Merge, TrainOptions,
+    build_pool, count, extend, train, train_from_counts, CountSettings, CountsFile, Extension, TrainOptions,
     TrainResult, TrainStats, DEFAULT_CHUNK_SIZE,
 };
 pub use util::huge_pages::vec_with_capacity;

@@ -29,8 +29,7 @@
 //! o200k (which took 2-7 ms as a lazy build inside the first call that met a
 //! non-ASCII piece: most English texts have a few, curly quotes).
 
-use crate::bpe::vocab::Vocabulary;
-use crate::bpe::{merge_into_one, Scratch};
+use crate::bpe::merges::{Merge, MergeTable};
 
 /// Code points below this have a table entry (the Basic Multilingual Plane:
 /// 2- and 3-byte characters). Four-byte characters start as bytes.
@@ -52,7 +51,7 @@ pub struct CharMerges {
 /// with byte `y` (`u32::MAX` if none). From the merge list as the vocabulary
 /// is given it, in rank order: one pass over it, where the same from the merge
 /// table's ids took 4 of the 7 ms of o200k's first non-ASCII piece.
-pub fn junction_ranks<B: AsRef<[u8]>>(merges: &[(B, B)]) -> Box<[u32]> {
+pub fn junction_ranks<B: AsRef<[u8]>>(merges: &[Merge<B>]) -> Box<[u32]> {
     let mut junction = vec![u32::MAX; 256 * 256];
     for (rank, (left, right)) in merges.iter().enumerate() {
         if let (Some(&last), Some(&first)) = (left.as_ref().last(), right.as_ref().first()) {
@@ -64,13 +63,19 @@ pub fn junction_ranks<B: AsRef<[u8]>>(merges: &[(B, B)]) -> Box<[u32]> {
 }
 
 impl CharMerges {
-    /// `junction` is `junction_ranks` of the vocabulary's merge list.
-    pub fn new(vocab: &Vocabulary, junction: Box<[u32]>) -> Self {
+    /// From the vocabulary's tokens, `junction_ranks` of its merge list, and
+    /// `merge_alone`: a token's bytes merged on their own as the flat scan
+    /// merges them, the token they become and the highest rank taken, if
+    /// they become one.
+    pub fn new<'t>(
+        tokens: impl Iterator<Item = &'t [u8]>,
+        junction: Box<[u32]>,
+        mut merge_alone: impl FnMut(&[u8]) -> Option<(u32, u32)>,
+    ) -> Self {
         let mut chars = vec![NONE; TABLE_CHARS];
-        let mut scratch = Scratch::default();
-        for (_, bytes) in vocab.tokens() {
+        for bytes in tokens {
             let Some(code) = single_char(bytes) else { continue };
-            if let Some((token, highest_rank)) = merge_into_one(bytes, vocab, &mut scratch) {
+            if let Some((token, highest_rank)) = merge_alone(bytes) {
                 chars[code as usize] = (highest_rank as u64) << 32 | token as u64;
             }
         }
@@ -79,7 +84,7 @@ impl CharMerges {
 
     /// Append to `out` the ids `piece` starts its merges from: its bytes'
     /// tokens, except that each character the rule allows is its token.
-    pub fn starting_ids(&self, piece: &[u8], vocab: &Vocabulary, out: &mut Vec<u32>) {
+    pub fn starting_ids(&self, piece: &[u8], table: &MergeTable, out: &mut Vec<u32>) {
         let mut at = 0;
         while at < piece.len() {
             let (len, code) = char_at(piece, at);
@@ -91,7 +96,7 @@ impl CharMerges {
                     continue;
                 }
             }
-            out.extend(piece[at..at + len].iter().map(|&byte| vocab.byte_id(byte)));
+            out.extend(piece[at..at + len].iter().map(|&byte| table.byte_id(byte)));
             at += len;
         }
     }
@@ -151,7 +156,8 @@ fn single_char(bytes: &[u8]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpe::{encode_piece, merge_heap};
+    use crate::bpe::vocab::Vocabulary;
+    use crate::bpe::{encode_piece, merge_heap, Scratch};
     use crate::util::test_rng::XorShift as Rng;
 
     /// Characters of 1, 2 and 3 bytes, two of them sharing a lead byte.

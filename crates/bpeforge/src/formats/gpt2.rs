@@ -16,7 +16,7 @@ use std::fmt;
 use rustc_hash::FxHashSet;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 
-use crate::formats::rank_merges::Merge;
+use crate::bpe::merges::Merge;
 
 /// `vocab.json`'s entries, `(id, token bytes)`, in file order (two ids may
 /// share bytes), or `None` (see the module's comment).
@@ -38,7 +38,7 @@ pub fn parse_vocab(json: &[u8]) -> Option<Vec<(u32, Vec<u8>)>> {
 /// `merges.txt`'s merges in order, or `None`. As GPT-2 writes it: an optional
 /// first line `#version...`, then `left right` per line (`\r\n` ends allowed,
 /// blank lines skipped).
-pub fn parse_merges(text: &[u8]) -> Option<Vec<Merge>> {
+pub fn parse_merges(text: &[u8]) -> Option<Vec<Merge<Vec<u8>>>> {
     let text = std::str::from_utf8(text).ok()?;
     let decode = ByteDecoder::new();
     let mut lines = text.split('\n').peekable();

@@ -10,15 +10,13 @@
 
 use rayon::prelude::*;
 
+use crate::bpe::merges::Merge;
 use crate::bpe::token_index::TokenIndex;
 use crate::error::Error;
 
-/// A merge as the two byte strings it joins.
-pub type Merge = (Vec<u8>, Vec<u8>);
-
 /// `(left, right)` for every token of more than one byte, in rank order.
 /// `ranks` holds each token once with its rank.
-pub fn merges_from_ranks<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<Vec<Merge>, Error> {
+pub fn merges_from_ranks<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<Vec<Merge<Vec<u8>>>, Error> {
     let (splits, _) = split_tokens(ranks)?;
     Ok(splits.into_iter().map(|(token, left)| (token[..left].to_vec(), token[left..].to_vec())).collect())
 }
@@ -117,7 +115,7 @@ mod tests {
     #[test]
     fn each_token_splits_into_two_lower_ranked_tokens() {
         let merges = merges_from_ranks(&ranks(&[b"or", b" w", b" wor"])).unwrap();
-        let expected: Vec<Merge> =
+        let expected: Vec<Merge<Vec<u8>>> =
             vec![(b"o".to_vec(), b"r".to_vec()), (b" ".to_vec(), b"w".to_vec()), (b" w".to_vec(), b"or".to_vec())];
         assert_eq!(merges, expected);
     }
@@ -126,7 +124,8 @@ mod tests {
     fn splits_are_the_positions_of_the_merges_parts() {
         let table = ranks(&[b"or", b" w", b" wor"]);
         let splits = merge_splits(&table).unwrap().unwrap();
-        let as_bytes: Vec<Merge> = splits.iter().map(|&(l, r)| (table[l].0.clone(), table[r].0.clone())).collect();
+        let as_bytes: Vec<Merge<Vec<u8>>> =
+            splits.iter().map(|&(l, r)| (table[l].0.clone(), table[r].0.clone())).collect();
         assert_eq!(as_bytes, merges_from_ranks(&table).unwrap());
         // Without the byte "r", "or" still splits (as bytes) but has no position for its right part.
         let without_r: Vec<(Vec<u8>, u32)> = table.iter().filter(|(token, _)| token != b"r").cloned().collect();

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
-use super::merge::{byte_symbols, learn_merges_from, Merge, MergeLimits, Start};
+use super::merge::{byte_symbols, learn_merges_from, MergeLimits, Start};
 use super::{check_counted_specials, stats_of, CountsFile, TrainOptions, TrainStats};
-use crate::bpe::vocab::{show, Vocabulary};
+use crate::bpe::merges::{show, Merge};
+use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};
 use crate::encode::Encoder;
 use crate::error::Error;

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::bpe::merges::Merge;
 use crate::encode::Encoder;
 use crate::error::Error;
 use crate::io::chunking::Source;
@@ -34,7 +35,6 @@ use crate::progress::Observer;
 
 pub use counts_file::CountsFile;
 pub use extend::Extension;
-pub use merge::Merge;
 pub use profile::CountProfile;
 
 /// The default pre-tokenizer (CS336's); count files record the one used.

@@ -52,7 +52,8 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
-use crate::bpe::vocab::{MergeRule, Vocabulary};
+use crate::bpe::merges::MergeEntry;
+use crate::bpe::vocab::Vocabulary;
 use crate::util::prefetch::prefetch;
 
 /// Marks a byte that does not start a live token; the low bits hold the
@@ -205,7 +206,7 @@ impl SweepScratch {
 
     /// The merge of the token at `at` with the next one, if there is a next.
     #[inline]
-    fn pair(&self, at: usize, vocab: &Vocabulary) -> Option<MergeRule> {
+    fn pair(&self, at: usize, vocab: &Vocabulary) -> Option<MergeEntry> {
         let left = self.words[at];
         let next = at + vocab.token_len(left);
         self.words.get(next).and_then(|&right| vocab.merge(left, right))
