@@ -4,7 +4,7 @@
 //! is cut a window of `WINDOW` bytes at a time (`PartWindow`): first where
 //! the window's parts end, as bits of one mask, then each part packed,
 //! hashed and its bucket of the thread's table prefetched, before the first
-//! is looked up, as a batch of pieces is (`batch.rs`).
+//! is looked up, as a batch of pieces is (`piece_batch.rs`).
 //!
 //! Why windows: cl100k keeps 1 MB of CJK without spaces as one pre-token,
 //! cut into 130 K parts of one to five chars. Cut byte by byte and looked up

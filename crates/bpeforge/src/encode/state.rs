@@ -5,8 +5,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::batch::PieceBatch;
 use super::parts::PartWindows;
+use super::piece_batch::PieceBatch;
 use crate::bpe::vocab::Vocabulary;
 use crate::bpe::Scratch;
 use crate::encode::cache::long_pieces::LongPieceTable;
