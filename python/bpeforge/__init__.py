@@ -10,7 +10,8 @@ from bpeforge._core import pretokenize as _pretokenize
 from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
 from bpeforge.formats.gpt2 import load
 from bpeforge.patterns import normalize_pattern
-from bpeforge.tokenizer import Tokenizer, save
+from bpeforge.saving import save
+from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainingNote, TrainResult, TrainStats, train, train_bpe, train_from_iterator
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from bpeforge.arguments import thread_count
 from bpeforge.formats import npy
 from bpeforge.formats.atomic import check_output, open_atomically
 from bpeforge.formats.npy import NpyWriter
@@ -97,6 +98,7 @@ def encode_files(
     is read. `files` are `inputs` as `list_inputs(inputs, glob)` listed them,
     when the caller did so already."""
     started = time.perf_counter()
+    threads = thread_count(threads, "threads")
     records = records if records is not None else RecordOptions()
     guarded = [*inputs, *([tokenizer_path] if tokenizer_path is not None else [])]
     writer = NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bpeforge import _core
+from bpeforge.arguments import thread_count
 
 BATCH_CHARS = 16 << 20
 READ_BYTES = 1 << 20
@@ -43,11 +44,15 @@ class RecordOptions:
 
 
 def expand(paths: Sequence[str | os.PathLike[str]], glob: str | None = None) -> list[Path]:
-    """Files of `paths`, directories searched recursively in sorted order (hidden files left out)."""
+    """Files of `paths`, directories searched recursively in sorted order (hidden files left out).
+
+    Symbolic links are followed, to files and to folders alike; a folder met again through a link (a loop, or
+    two links to one folder) is read once. A link inside a folder that leads nowhere is an error: its text
+    would be missing from the run unsaid."""
     files: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            found = sorted(p for p in path.rglob(glob or "*") if p.is_file() and not _hidden(p, path))
+            found = _files_under(path, glob or "*")
             if not found:
                 what = f"no files matching {glob!r}" if glob else "no files"
                 raise IsADirectoryError(errno.EISDIR, f"a directory with {what} to read", os.fspath(path))
@@ -57,8 +62,34 @@ def expand(paths: Sequence[str | os.PathLike[str]], glob: str | None = None) -> 
     return files
 
 
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
+def _files_under(root: Path, glob: str) -> list[Path]:
+    """The files under `root` whose path matches `glob` (as `Path.rglob` matches), hidden ones left out,
+    sorted; folders followed through links, each real folder once."""
+    found: list[Path] = []
+    walked: set[str] = set()
+    for folder, subfolders, names in os.walk(root, onerror=_raise, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in walked:
+            subfolders.clear()  # a loop, or a folder reached before by another link: read once
+            continue
+        walked.add(real)
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        for name in names:
+            path = Path(folder, name)
+            if name.startswith(".") or not path.relative_to(root).match(glob):
+                continue
+            if not path.exists():
+                raise FileNotFoundError(
+                    errno.ENOENT, "a symbolic link in the input folder leads to no file; remove or fix it", str(path)
+                )
+            if path.is_file():
+                found.append(path)
+    return sorted(found)
+
+
+def _raise(error: OSError) -> None:
+    """A folder that cannot be listed is an error (os.walk would skip it, and its files with it)."""
+    raise error
 
 
 def kind(path: Path) -> str:
@@ -87,6 +118,7 @@ def count_inputs(
     pattern: str = "gpt2",
 ) -> _core.Counts:
     """One count table for all `files`: text files in the core, records in batches."""
+    num_threads = thread_count(num_threads)
     text_files = [os.fspath(p) for p in files if kind(p) == "text"]
     counts = (
         _core.Counts.from_files(text_files, special_tokens, num_threads, None, progress, pattern)

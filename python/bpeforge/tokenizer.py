@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from bpeforge import _core
-from bpeforge.arguments import check_positive
+from bpeforge.arguments import thread_count
 from bpeforge.formats import gpt2, hf, tiktoken_ranks
 from bpeforge.formats.parts import TokenizerParts
 from bpeforge.patterns import normalize_pattern
 from bpeforge.special_policy import SpecialPolicy
 from bpeforge.streaming import stable_chunks
+from bpeforge.vocabulary import append_missing_specials, check_ids, refuse_specials_that_are_tokens, unique_specials
 
 T = TypeVar("T")
 
@@ -99,13 +100,13 @@ class Tokenizer:
     ) -> None:
         """The constructor, for a `vocab` dict of its own and a list of `merges` that are pairs of bytes."""
         _check_cache_size(cache_size)
-        _check_ids(vocab)
+        check_ids(vocab)
         self._vocab = vocab
         self._merges = merges
-        self._special_tokens = _unique_specials(special_tokens)
+        self._special_tokens = unique_specials(special_tokens)
         tokens = set(vocab.values())  # one set for both checks, made in C
-        _refuse_specials_that_are_tokens(self._vocab, self._merges, self._special_tokens, tokens)
-        _append_missing_specials(self._vocab, self._special_tokens, tokens)
+        refuse_specials_that_are_tokens(self._vocab, self._merges, self._special_tokens, tokens)
+        append_missing_specials(self._vocab, self._special_tokens, tokens)
         pattern = normalize_pattern(pattern)
         self._core = _core.Encoder(list(self._vocab.items()), self._merges, self._special_tokens, pattern, cache_size)
         self._cache_size = cache_size
@@ -237,8 +238,8 @@ class Tokenizer:
 
     def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
-        texts = _check_texts(texts, num_threads, "encode_batch")
-        return _explain_type_errors(texts, lambda: self._core.encode_batch(texts, num_threads))
+        texts, threads = _check_texts(texts, num_threads, "encode_batch")
+        return _explain_type_errors(texts, lambda: self._core.encode_batch(texts, threads))
 
     def encode_batch_to_numpy(
         self, texts: Iterable[str], num_threads: int | None = None
@@ -250,8 +251,8 @@ class Tokenizer:
         """
         import numpy as np
 
-        texts = _check_texts(texts, num_threads, "encode_batch_to_numpy")
-        ids, offsets = _explain_type_errors(texts, lambda: self._core.encode_batch_to_arrays(texts, num_threads))
+        texts, threads = _check_texts(texts, num_threads, "encode_batch_to_numpy")
+        ids, offsets = _explain_type_errors(texts, lambda: self._core.encode_batch_to_arrays(texts, threads))
         return np.asarray(ids), np.frombuffer(offsets, dtype=np.dtype("<i8"))
 
     @property
@@ -401,19 +402,6 @@ class Tokenizer:
         return (_rebuild, (self._vocab, self._merges, self._special_tokens, self.pattern, self._cache_size))
 
 
-def _check_ids(vocab: dict[int, bytes]) -> None:
-    # The common case in C loops (6 ms for o200k's 200k tokens; 17 ms with `all` over generators, 0.09 s
-    # with the loop below, which names the first bad entry).
-    exact_types = set(map(type, vocab)) <= {int} and set(map(type, vocab.values())) <= {bytes}
-    if exact_types and (not vocab or (min(vocab) >= 0 and max(vocab) < 2**32)):
-        return
-    for token_id, token in vocab.items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**32:
-            raise ValueError(f"token id {token_id!r} (for {token!r}) must be an integer in 0..2**32")
-        if not isinstance(token, bytes):
-            raise TypeError(f"vocab values must be bytes; id {token_id} has {type(token).__name__}")
-
-
 def _rebuild(
     vocab: dict[int, bytes],
     merges: list,
@@ -431,15 +419,15 @@ def _check_cache_size(cache_size: object) -> None:
         raise ValueError(f"cache_size must be 0 (off) or a positive number of bytes, got {cache_size}")
 
 
-def _check_texts(texts: Iterable[str], num_threads: int | None, method: str) -> list[str]:
+def _check_texts(texts: Iterable[str], num_threads: int | None, method: str) -> tuple[list[str], int | None]:
+    """The texts as a list, and the threads to encode them on (`thread_count`: at most the cores, with a note)."""
     if isinstance(texts, (str, bytes)):
         raise TypeError(f"{method} takes a list of texts, not one string; use encode(text), or [text]")
-    if num_threads is not None:
-        check_positive("num_threads", num_threads)
+    threads = thread_count(num_threads)
     # Each text's type is checked by the core as it takes the list (in C);
     # a loop over them here was 0.2 ms of every 2-thread batch of 6,000
     # texts, a part that does not shrink with more threads.
-    return texts if type(texts) is list else list(texts)
+    return (texts if type(texts) is list else list(texts)), threads
 
 
 def _explain_type_errors(texts: list, call: Callable[[], T]) -> T:
@@ -451,118 +439,6 @@ def _explain_type_errors(texts: list, call: Callable[[], T]) -> T:
         for text in texts:
             _check_str(text)
         raise
-
-
-def _unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
-    if isinstance(special_tokens, str):
-        raise TypeError(f"special_tokens must be a list of strings, not the string {special_tokens!r}")
-    specials: list[str] = []
-    for token in special_tokens or []:
-        if not isinstance(token, str):
-            raise TypeError(f"special tokens must be str, got {type(token).__name__}: {token!r}")
-        if token not in specials:
-            specials.append(token)
-    return specials
-
-
-def _refuse_specials_that_are_tokens(
-    vocab: dict[int, bytes], merges: list, special_tokens: list[str], tokens: set[bytes]
-) -> None:
-    """A special token spelled like a byte or a merged token may stand for
-    that token (it then has its id), but must not also have an id of its
-    own: encoding would produce only one of the two (the vocabulary a run
-    with `special_tokens=["a"]` used to train). `tokens` is the set of `vocab`'s values."""
-    values = None
-    for token in special_tokens:
-        encoded = token.encode("utf-8")
-        if encoded not in tokens:
-            continue
-        # Counted in C: 2 ms over o200k's 200 K tokens, where a Python pass over the vocab took 11 ms for
-        # every Tokenizer built (tiktoken's specials come with ids, so they are in the vocab).
-        values = list(vocab.values()) if values is None else values
-        if values.count(encoded) < 2:
-            continue
-        if not (len(encoded) == 1 or any(left + right == encoded for left, right in merges)):
-            continue
-        ids = sorted(token_id for token_id, bytes_ in vocab.items() if bytes_ == encoded)
-        what = "the byte token" if len(encoded) == 1 else "the merged token"
-        raise ValueError(
-            f"special token {token!r} is already {what} {ids[0]} ({encoded!r}) and also has id {ids[-1]}; "
-            f"a special token must be a string that is not an ordinary token, such as '<|endoftext|>'"
-        )
-
-
-def save(
-    vocab: dict[int, bytes],
-    merges: Sequence[tuple[bytes, bytes]],
-    directory: str | os.PathLike[str],
-    *,
-    special_tokens: Iterable[str] | None = None,
-    overwrite: bool = False,
-    pattern: str | None = None,
-) -> Path:
-    """Write `vocab.json`, `merges.txt` and `bpeforge.json` into `directory`, atomically.
-
-    What `load` would refuse is refused here, before anything is written.
-    `special_tokens` and `pattern` default to what the vocab was trained with
-    (a vocab from `train_bpe`/`train` remembers them); for a plain dict, the
-    special tokens default to its tokens that are neither bytes nor merges,
-    and the pattern to "gpt2". An existing directory is replaced only with
-    `overwrite=True`, and only while it holds nothing but bpeforge's files.
-    """
-    if isinstance(vocab, tuple) and len(vocab) == 2:
-        raise TypeError("save takes vocab and merges as two arguments: save(vocab, merges, directory)")
-    if not isinstance(vocab, dict):
-        raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
-    merges = list(merges)
-    gpt2.check_types(vocab, merges)
-    specials = _specials_to_save(vocab, merges, special_tokens)
-    pattern = _pattern_to_save(vocab, pattern)
-    tokenizer = Tokenizer(vocab, merges, specials, pattern=pattern)  # what load will build: checks it all
-    return gpt2.write_tokenizer_directory(
-        vocab, tokenizer._merges, directory, special_tokens=specials, pattern=tokenizer.pattern, overwrite=overwrite
-    )
-
-
-def _specials_to_save(vocab: dict, merges: list, special_tokens: Iterable[str] | None) -> list[str]:
-    if special_tokens is not None:
-        return _unique_specials(special_tokens)
-    recorded = getattr(vocab, "special_tokens", None)
-    if recorded is not None:
-        return list(recorded)
-    produced = {bytes([b]) for b in range(256)} | {bytes(left) + bytes(right) for left, right in merges}
-    extra = [token for _, token in sorted(vocab.items()) if token not in produced]
-    try:
-        return [token.decode("utf-8") for token in extra]
-    except (UnicodeDecodeError, AttributeError):
-        raise ValueError(
-            f"vocab has {len(extra)} tokens that are neither bytes nor merges, and not all are UTF-8 text, so "
-            f"they cannot be special tokens: pass special_tokens=[...] (or [] for none) to say which are"
-        ) from None
-
-
-def _pattern_to_save(vocab: dict, pattern: str | None) -> str:
-    recorded = getattr(vocab, "pattern", None)
-    if pattern is None:
-        return recorded or "gpt2"
-    pattern = normalize_pattern(pattern)
-    if recorded is not None and pattern != recorded:
-        raise ValueError(
-            f"the vocab was trained with pattern {recorded!r}, not {pattern!r}: saving it with another pattern "
-            f"would encode differently from how it was trained; leave pattern out"
-        )
-    return pattern
-
-
-def _append_missing_specials(vocab: dict[int, bytes], special_tokens: list[str], present: set[bytes]) -> None:
-    """`present` is the set of `vocab`'s values; the specials appended join it."""
-    next_id = max(vocab, default=-1) + 1
-    for token in special_tokens:
-        encoded = token.encode("utf-8")
-        if encoded not in present:
-            vocab[next_id] = encoded
-            present.add(encoded)
-            next_id += 1
 
 
 def _check_str(text: object) -> str:

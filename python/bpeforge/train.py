@@ -11,7 +11,7 @@ from typing import Union
 
 from bpeforge import _core
 from bpeforge import extend as _extend
-from bpeforge.arguments import check_positive
+from bpeforge.arguments import TrainingNote, check_positive, thread_count
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
 from bpeforge.open_tokenizer import TokenizerSource, is_tiktoken_file
 from bpeforge.patterns import normalize_pattern
@@ -22,12 +22,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 # Token ids are 32-bit: a larger vocab_size could never be reached.
 MAX_VOCAB_SIZE = 2**32
-
-
-class TrainingNote(UserWarning):
-    """Something a training run did that the caller did not ask for: fewer
-    tokens than `vocab_size` (the corpus ran out of pairs), or text that a
-    custom pattern did not match. The CLI prints these in its summary."""
 
 
 class TrainedVocab(dict):
@@ -60,6 +54,8 @@ class TrainStats:
     merges_added: int | None = None
     tokens_before: int = 0
     tokens_after: int = 0
+    # Input files read, folders expanded into their files (0 for a run from counts or an iterator).
+    files: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,7 @@ class TrainResult:
 
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the vocabulary, merges, special tokens and pattern, as `bpeforge.save` does."""
-        from bpeforge.tokenizer import save
+        from bpeforge.saving import save
 
         return save(
             self.vocab,
@@ -173,8 +169,7 @@ def train(
     base, specials, pattern = training_setup(special_tokens, pattern, extend)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
-    if num_threads is not None:
-        check_positive("num_threads", num_threads)
+    num_threads = thread_count(num_threads)
     if chunk_size is not None:
         check_positive("chunk_size", chunk_size)
     paths = [os.fspath(p) for p in files]
@@ -198,7 +193,7 @@ def train(
             counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
             core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads)
     result = result_from_core(core, specials, pattern, vocab_size, base)
-    return replace(result, stats=replace(result.stats, skipped_records=records.skipped))
+    return replace(result, stats=replace(result.stats, skipped_records=records.skipped, files=len(files)))
 
 
 def train_from_iterator(
@@ -224,6 +219,7 @@ def train_from_iterator(
     base, specials, pattern = training_setup(special_tokens, pattern, extend)
     check_vocab_size(vocab_size, len(specials))
     check_limits(min_frequency, max_token_length)
+    num_threads = thread_count(num_threads)
     counts = _core.Counts(specials, pattern)
     add_documents(counts, iterator, num_threads)
     with progress_bars(progress) as bars:
@@ -254,7 +250,7 @@ def train_counts(
 ) -> tuple:
     """The core's training (or extension of `base`) from a count table."""
     core_base = None if base is None else base._core
-    return counts.train(vocab_size, min_frequency or 0, max_token_length, bars, core_base, num_threads)
+    return counts.train(vocab_size, min_frequency or 0, max_token_length, bars, core_base, thread_count(num_threads))
 
 
 def result_from_core(

@@ -6,7 +6,7 @@
 
 use std::panic::resume_unwind;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bpeforge::Appender;
 use bpeforge::PackedIds;
@@ -23,6 +23,7 @@ use crate::detached::run_detached;
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::observer::PyObserver;
+use crate::pools::{detached_on, pool_for};
 use crate::sources::{to_sources, SourceArg};
 use crate::text::{utf8_for_call, worker_utf8, LastTranscoded, WorkerErrors, WorkerUtf8};
 use crate::utf8_stream::Utf8Stream;
@@ -120,7 +121,7 @@ impl PyEncoder {
         observer: &PyObserver,
         sink: &mut Sink<'_, PackedIds>,
     ) -> PyResult<u64> {
-        let pool = thread_pool(num_threads)?;
+        let pool = pool_for(num_threads)?;
         let chunk_size = chunk_size.unwrap_or(ENCODE_CHUNK_SIZE);
         let pack = |ids: Vec<u32>| PackedIds::new(ids, width);
         let sources = to_sources(paths);
@@ -301,10 +302,11 @@ impl PyEncoder {
         let room = texts.iter().map(WorkerUtf8::id_room_bytes).sum();
         let mut all = bpeforge::ids_buffer(room);
         let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
+        let pool = pool_for(num_threads)?;
         for group in groups_by_weight(&texts, BATCH_CHECK_BYTES) {
             // Appended in place (`encode_batch_into`): no `Vec` a text to copy and free.
             let run = || encoder.encode_batch_into(group, None, &mut all, &mut ends);
-            let encoded = with_threads(py, num_threads, run)?;
+            let encoded = detached_on(py, &pool, run);
             // A worker's Python error (a lone surrogate) is the one to raise.
             encoded.map_err(|error| errors.take().unwrap_or_else(|| to_py_err(error)))?;
             py.check_signals()?;
@@ -370,7 +372,8 @@ impl PyEncoder {
         self.check_width(width)?;
         let encoder = &self.inner;
         let run = || encoder.encode_batch(&texts, |ids| PackedIds::new(ids, width));
-        let packed = with_threads(py, num_threads, run)?.map_err(to_py_err)?;
+        let pool = pool_for(num_threads)?;
+        let packed = detached_on(py, &pool, run).map_err(to_py_err)?;
         Ok(packed.iter().map(|ids| PyBytes::new(py, ids.bytes())).collect())
     }
 
@@ -508,55 +511,6 @@ impl PyEncoder {
     fn pattern(&self) -> &str {
         self.inner.pattern().spec()
     }
-}
-
-/// Run `work` without the GIL on `num_threads` threads (all cores for `None`).
-fn with_threads<T: Send>(py: Python<'_>, num_threads: Option<usize>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-    let pool = pool_for(num_threads)?;
-    Ok(py.detach(|| pool.install(work)))
-}
-
-/// Thread pools kept, one per thread count asked for (all cores included).
-const POOLS_KEPT: usize = 4;
-
-/// The pool a call with `num_threads` runs on (`None`: all cores), kept for
-/// the next call that asks for as many. A pool built per call cost each call
-/// its threads' start, and a 2 MB batch of 20news on 2 threads ran at
-/// 470-873 MB/s warm against 941-987 on a kept pool (calls 2-6 of one
-/// process). Not rayon's global pool: after `fork` (multiprocessing, PyTorch
-/// DataLoader workers) the child inherits pools whose threads do not exist
-/// there, and the first parallel call waits forever (HF tokenizers' known
-/// failure). A child builds its own.
-fn pool_for(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
-    type Pools = Vec<(Option<usize>, Arc<rayon::ThreadPool>)>;
-    static POOLS: Mutex<Option<(u32, Pools)>> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut slot = POOLS.lock().unwrap_or_else(|e| e.into_inner());
-    if slot.as_ref().is_some_and(|(owner, _)| *owner != pid) {
-        // The parent's pools: their threads are not in this process, so
-        // dropping them could wait on them. Leak them instead.
-        std::mem::forget(slot.take());
-    }
-    let (_, pools) = slot.get_or_insert_with(|| (pid, Vec::new()));
-    if let Some((_, pool)) = pools.iter().find(|(threads, _)| *threads == num_threads) {
-        return Ok(pool.clone());
-    }
-    let pool = Arc::new(thread_pool(num_threads)?);
-    if pools.len() == POOLS_KEPT {
-        pools.remove(0);
-    }
-    pools.push((num_threads, pool.clone()));
-    Ok(pool)
-}
-
-fn thread_pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
-    if num_threads == Some(0) {
-        return Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)"));
-    }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(num_threads.unwrap_or(0))
-        .build()
-        .map_err(|e| PyValueError::new_err(format!("cannot start worker threads: {e}")))
 }
 
 /// `texts` in consecutive groups of about `bytes` each (at least one text a

@@ -10,6 +10,7 @@ mod encoder;
 mod errors;
 mod id_array;
 mod observer;
+mod pools;
 mod reader;
 mod sources;
 mod text;
@@ -185,6 +186,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_gpt2_files, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(pools::py_max_threads, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
     m.add("PATTERNS", bpeforge::PRESETS)?;
     Ok(())

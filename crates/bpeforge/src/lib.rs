@@ -10,7 +10,8 @@
 //! - `train/`: counting pre-tokens and the merge loop;
 //! - `formats/`: GPT-2's and tiktoken's tokenizer files;
 //! - `io/`: reading inputs in chunks, shards, writing outputs;
-//! - `util/`: building blocks with no tokenizer knowledge;
+//! - `util/`: building blocks with no tokenizer knowledge (threads, prefetch,
+//!   packed keys, buffers);
 //! - `progress`, `error`: how work reports, stops and fails.
 //!
 //! The modules are private to the crate; what the binding, the examples and
@@ -54,4 +55,5 @@ pub use train::{
 };
 pub use util::huge_pages::vec_with_capacity;
 pub use util::recycled::give_back;
+pub use util::threads::{max_threads, thread_count, CallPool};
 pub use util::utf32::push_utf8;

@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 
 from bpeforge import encode_files
-from bpeforge.cli.options import STDIN, add_ray_option, add_record_options, check_ray_options, stdin_inputs
+from bpeforge.cli.options import (
+    STDIN,
+    add_ray_option,
+    add_record_options,
+    add_threads_option,
+    check_ray_options,
+    stdin_inputs,
+)
 from bpeforge.cli.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, tokenizer_paths
 from bpeforge.inputs import RecordOptions
 from bpeforge.tokenizer import Tokenizer
@@ -38,7 +45,7 @@ def add_encode_command(commands: argparse._SubParsersAction) -> None:
         "default: none, the ids of the documents follow each other",
     )
     cmd.add_argument("--dtype", choices=sorted(encode_files.DTYPES), help="default: uint16 when the vocab fits")
-    cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    add_threads_option(cmd)
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     add_record_options(cmd)
@@ -47,8 +54,6 @@ def add_encode_command(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if args.threads is not None and args.threads < 1:
-        parser.error("--threads must be at least 1")
     check_ray_options(args, parser)
     if args.ray is not None:
         if args.document_separator is not None:

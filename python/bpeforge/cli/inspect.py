@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from bpeforge.cli.options import add_threads_option
 from bpeforge.cli.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, open_pair, tokenizer_paths
 from bpeforge.formats.atomic import check_output
 from bpeforge.inspection import show
@@ -43,7 +44,7 @@ def _add_sample_options(cmd: argparse.ArgumentParser) -> None:
         "default: the whole file",
     )
     cmd.add_argument("--seed", type=int, default=0, help="seed for --documents (default 0)")
-    cmd.add_argument("--threads", type=int, default=None, help="encoding threads (default: all cores)")
+    add_threads_option(cmd, "encoding threads")
     cmd.add_argument("--json", action="store_true", help="print the figures as JSON")
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+
+from bpeforge.arguments import capped_threads_note, max_threads
 
 DEFAULT_SPECIAL = "<|endoftext|>"
 
@@ -39,6 +42,32 @@ def special_tokens_of(args: argparse.Namespace) -> list[str]:
     return args.special_tokens if args.special_tokens is not None else [DEFAULT_SPECIAL]
 
 
+def add_threads_option(cmd: argparse.ArgumentParser, what: str = "worker threads") -> None:
+    cmd.add_argument(
+        "--threads",
+        type=threads_arg,
+        default=None,
+        metavar="N",
+        help=f"{what} (default: all cores; at most the cores this process may use)",
+    )
+
+
+def threads_arg(text: str) -> int:
+    """--threads N: a whole number of at least 1, bounded by the cores (`bpeforge.arguments.thread_count`'s
+    rule), with a note on standard error when it was more."""
+    try:
+        threads = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of threads, got {text!r}") from None
+    if threads < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {threads}")
+    cores = max_threads()
+    if threads > cores:
+        print(f"bpeforge: note: {capped_threads_note('--threads', threads, cores)}", file=sys.stderr)
+        return cores
+    return threads
+
+
 def add_input_options(cmd: argparse.ArgumentParser) -> None:
     """Where documents come from and how they are split: the same for `train` and `count`."""
     cmd.add_argument(
@@ -52,11 +81,35 @@ def add_input_options(cmd: argparse.ArgumentParser) -> None:
 def add_record_options(cmd: argparse.ArgumentParser) -> None:
     """Which files of a directory are read, and where the documents of record files are: `train`, `count`, `encode`."""
     cmd.add_argument("--glob", help="with directory inputs: only files whose names match, e.g. '*.jsonl.zst'")
-    cmd.add_argument("--text-field", default="text", help="JSON Lines: the field holding each document (text)")
-    cmd.add_argument("--text-column", default="text", help="Parquet: the column holding each document (text)")
+    cmd.add_argument(
+        "--text-field", default="text", action=_Given, help="JSON Lines: the field holding each document (text)"
+    )
+    cmd.add_argument(
+        "--text-column", default="text", action=_Given, help="Parquet: the column holding each document (text)"
+    )
     cmd.add_argument(
         "--skip-bad-records", action="store_true", help="JSON Lines: skip (and count) records that are not usable"
     )
+
+
+class _Given(argparse.Action):
+    """Stores the value and remembers the option was given, so that one given where it cannot apply is refused
+    even when it repeats the default (`given_options`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given = [*getattr(namespace, "given", []), option_string]
+
+
+def given_options(args: argparse.Namespace, *options: str) -> list[str]:
+    """Which of `options` (the option strings, e.g. "--glob") the command line gave."""
+    values = {
+        "--pattern": getattr(args, "pattern", None) is not None,
+        "--glob": getattr(args, "glob", None) is not None,
+        "--skip-bad-records": getattr(args, "skip_bad_records", False),
+    }
+    given = set(getattr(args, "given", []))
+    return [option for option in options if values.get(option) or option in given]
 
 
 def add_ray_option(cmd: argparse.ArgumentParser, result: str) -> None:

@@ -29,20 +29,20 @@ def print_train_summary(
     requested_vocab_size: int,
     write_seconds: float,
     total_seconds: float,
-    files: int,
+    files: int | None,
 ) -> None:
+    """`files`: how many files were read, or None for a run from a count file (`--from-counts`)."""
     stats = result.stats
     mib = stats.bytes_read / (1024 * 1024)
-    rate = mib / stats.pretokenize_seconds if stats.pretokenize_seconds > 0 else float("inf")
     learned = len(result.merges) if stats.merges_added is None else stats.merges_added
     merges_per_second = learned / stats.merge_seconds if stats.merge_seconds > 0 else float("inf")
     lines = [
         f"wrote {output}/ (vocab.json, merges.txt, bpeforge.json)",
-        f"  corpus          {mib:,.1f} MiB in {files} file(s), {stats.unique_pretokens:,} unique pre-tokens",
+        f"  corpus          {mib:,.1f} MiB {_where_counted(files)}, {stats.unique_pretokens:,} unique pre-tokens",
         f"  vocabulary      {len(result.vocab):,} tokens ({len(result.merges):,} merges, "
         f"{len(result.special_tokens)} special)",
         *_extension_lines(result),
-        f"  pre-tokenize    {stats.pretokenize_seconds:.2f} s ({rate:,.0f} MiB/s on {stats.threads} threads)",
+        _pretokenize_line(result, mib),
         f"  merges          {stats.merge_seconds:.2f} s ({merges_per_second:,.0f} merges/s)",
         f"  write           {write_seconds:.2f} s",
         f"  total           {total_seconds:.2f} s, peak memory {peak_memory_mib():,.0f} MiB",
@@ -52,6 +52,19 @@ def print_train_summary(
         lines.append(f"  skipped         {len(stats.skipped_records):,} bad records, first: {stats.skipped_records[0]}")
     lines.extend(f"  note: {note}" for note in training_notes(result, requested_vocab_size))
     print("\n".join(lines))
+
+
+def _where_counted(files: int | None) -> str:
+    return "counted before (read from the count file)" if files is None else f"in {files:,} file(s)"
+
+
+def _pretokenize_line(result: TrainResult, mib: float) -> str:
+    """The time and rate of counting; a run from a count file counted nothing (no time, no threads)."""
+    stats = result.stats
+    if stats.threads == 0:
+        return "  pre-tokenize    none (the count file holds the counts)"
+    rate = f"{mib / stats.pretokenize_seconds:,.0f} MiB/s" if stats.pretokenize_seconds > 0 else "instant"
+    return f"  pre-tokenize    {stats.pretokenize_seconds:.2f} s ({rate} on {stats.threads} threads)"
 
 
 def _extension_lines(result: TrainResult) -> list[str]:

@@ -13,7 +13,9 @@ from bpeforge.cli.options import (
     add_input_options,
     add_ray_option,
     add_special_token_option,
+    add_threads_option,
     check_ray_options,
+    given_options,
     input_kwargs,
     special_tokens_of,
     stdin_inputs,
@@ -53,7 +55,7 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
     )
     add_special_token_option(train_cmd)
     train_cmd.add_argument("-o", "--output", type=Path, help="output directory (default bpeforge-demo with --demo)")
-    train_cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    add_threads_option(train_cmd)
     train_cmd.add_argument("--force", action="store_true", help="replace the output directory if it exists")
     train_cmd.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
     train_cmd.add_argument(
@@ -76,7 +78,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if args.from_counts is not None:
         if args.output is not None:
             _check_tokenizer_output(args.output, [args.from_counts, *_base_paths(args)], args.force)
-        result, output, files = _train_from_counts(args, parser), args.output, 1
+        result, output, files = _train_from_counts(args, parser), args.output, None
         vocab_size = args.vocab_size
     else:
         inputs, output, vocab_size = _train_inputs(args, parser)
@@ -95,7 +97,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             extend=args.extend,
             **input_kwargs(args),
         )
-        files = len(inputs)
+        files = result.stats.files
     write_started = time.perf_counter()
     result.save(output, overwrite=args.force)
     finished = time.perf_counter()
@@ -128,6 +130,13 @@ def _train_from_counts(args: argparse.Namespace, parser: argparse.ArgumentParser
         parser.error("--from-counts needs --vocab-size N and -o DIR")
     if args.special_tokens is not None or args.no_special_tokens:
         parser.error("--from-counts uses the special tokens the corpus was counted with; drop --special-token")
+    counting = given_options(args, "--pattern", "--glob", "--text-field", "--text-column", "--skip-bad-records")
+    if counting:
+        them = "them" if len(counting) > 1 else "it"
+        parser.error(
+            f"{', '.join(counting)} cannot apply with --from-counts: the count file holds counts made already, "
+            f"with its own pattern and inputs; drop {them}, or count the corpus again with {them}"
+        )
     return counts.train_from_counts(
         args.from_counts,
         args.vocab_size,
@@ -164,7 +173,7 @@ def add_count_command(commands: argparse._SubParsersAction) -> None:
     )
     cmd.add_argument("-o", "--output", required=True, type=Path, help="output count file")
     add_special_token_option(cmd)
-    cmd.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    add_threads_option(cmd)
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     add_input_options(cmd)

@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
+from bpeforge.arguments import max_threads, thread_count
 from bpeforge.formats.tiktoken_ranks import merges_from_ranks
 from bpeforge.special_policy import SpecialPolicy
 from bpeforge.tiktoken.encode_bytes import encode_bytes
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 # The doctest's vocabulary: the 256 bytes, then " w", "or", " wor".
 RANKS = {bytes([b]): b for b in range(256)} | {b" w": 256, b"or": 257, b" wor": 258}
+
+# tiktoken's default `num_threads`. A batch runs on at most the cores, as every bpeforge call does; an ask up to
+# this default is bounded quietly (tiktoken's own default on a smaller machine is nothing the caller asked for).
+TIKTOKEN_DEFAULT_THREADS = 8
 
 # (typing.Union: the `|` of typing objects needs Python 3.10, and bpeforge supports 3.9.)
 Allowed = Union[Literal["all"], Collection[str]]
@@ -136,7 +140,7 @@ class Encoding:
     def _encode_batch(
         self, texts: list[str], allowed: list[bool], disallowed: Any, num_threads: int
     ) -> list[list[int]]:
-        threads = None if num_threads >= (os.cpu_count() or 1) else max(1, num_threads)
+        threads = tiktoken_threads(num_threads)
         try:
             for text in texts:
                 self._policy.check(self._core, text, disallowed)
@@ -307,3 +311,10 @@ def fix_surrogates(text: str) -> str:
     """`text` with surrogate pairs joined and lone surrogates replaced by U+FFFD, as tiktoken does
     before encoding a str that is not valid Unicode (the core takes UTF-8)."""
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def tiktoken_threads(num_threads: int) -> int:
+    """The threads a batch of the drop-in runs on: `num_threads` (0 or less: one, as the drop-in always took
+    them) bounded by the cores, with a `TrainingNote` when an ask above tiktoken's default was bounded."""
+    threads = max(1, num_threads)
+    return thread_count(threads) if threads > TIKTOKEN_DEFAULT_THREADS else min(threads, max_threads())

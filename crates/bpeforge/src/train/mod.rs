@@ -32,6 +32,7 @@ use crate::io::chunking::Source;
 use crate::pretokenize::pattern::Pattern;
 use crate::pretokenize::specials::SpecialSplitter;
 use crate::progress::Observer;
+use crate::util::threads::CallPool;
 
 pub use counts_file::CountsFile;
 pub use extend::Extension;
@@ -247,15 +248,10 @@ fn merges_wanted(vocab_size: usize, num_specials: usize) -> Result<usize, Error>
     })
 }
 
-pub fn build_pool(num_threads: Option<usize>) -> Result<rayon::ThreadPool, Error> {
-    if num_threads == Some(0) {
-        return Err(Error::InvalidArgument("num_threads must be at least 1 (or None for all cores)".into()));
-    }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(num_threads.unwrap_or(0))
-        .thread_name(|i| format!("bpeforge-{i}"))
-        .build()
-        .map_err(|e| Error::InvalidArgument(format!("cannot start worker threads: {e}")))
+/// The pool a training or counting call runs on: `num_threads` bounded by
+/// the cores (`threads.rs`), its threads gone when it is dropped.
+pub fn build_pool(num_threads: Option<usize>) -> Result<CallPool, Error> {
+    CallPool::new(num_threads, "bpeforge")
 }
 
 fn layout_vocab(merges: &[Merge], specials: &[String]) -> Vec<Arc<[u8]>> {

@@ -1,6 +1,6 @@
 //! Small building blocks with no tokenizer knowledge: packed keys, cache
 //! prefetch hints, huge-page buffers, recycled id buffers, UTF-32 to UTF-8,
-//! and the tests' random numbers.
+//! the threads a call runs on, and the tests' random numbers.
 
 pub(crate) mod huge_pages;
 pub(crate) mod packed_key;
@@ -8,4 +8,5 @@ pub(crate) mod prefetch;
 pub(crate) mod recycled;
 #[cfg(test)]
 pub(crate) mod test_rng;
+pub(crate) mod threads;
 pub(crate) mod utf32;

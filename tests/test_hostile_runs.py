@@ -1,0 +1,239 @@
+"""Runs a careless or hostile caller makes: thread counts without a bound, inputs that change or loop, options
+that cannot apply, typos of presets, damaged count files, records that are not text. Each must give the right
+result, or a refusal that names what to fix; none may be silently wrong."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import bpeforge
+import pytest
+from bpeforge.arguments import max_threads
+
+CORPUS = "the quick brown fox jumps over the lazy dog. " * 40
+
+
+def _run_python(script: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _cli(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bpeforge", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
+
+
+# Threads: every count bounded by the cores, with a note; no pool left behind but the shared one.
+
+
+def test_huge_thread_counts_return_promptly_with_the_ids_and_a_note_and_leave_no_thread():
+    # In a process of its own: its thread count is not moved by the other tests' threads.
+    result = _run_python(
+        """
+        import os, time, warnings
+        import bpeforge
+        from bpeforge.arguments import max_threads
+
+        def live():
+            return len(os.listdir("/proc/self/task"))
+
+        tokenizer = bpeforge.Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"he"}, [(b"h", b"e")], [])
+        texts = [f"hello world {i}" for i in range(3000)]
+        expected = tokenizer.encode_batch(texts)
+        tokenizer.encode_batch_to_numpy(texts)
+        baseline = live()
+        for asked in (10000, 2**40, 1):
+            started = time.monotonic()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                assert tokenizer.encode_batch(texts, num_threads=asked) == expected
+                ids, offsets = tokenizer.encode_batch_to_numpy(texts, num_threads=asked)
+            assert ids.tolist() == [i for text in expected for i in text]
+            assert time.monotonic() - started < 10, asked
+            notes = [str(w.message) for w in caught if issubclass(w.category, bpeforge.TrainingNote)]
+            if asked > max_threads():
+                assert len(notes) == 2 and f"num_threads={asked:,}" in notes[0], notes
+                assert f"running on {max_threads()} threads" in notes[0]
+                assert all(w.filename == "<string>" for w in caught), "the note points at the caller's line"
+            else:
+                assert notes == []
+            assert live() == baseline, (asked, live(), baseline)
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_training_and_counting_bound_their_threads_and_leave_none(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS)
+    result = _run_python(
+        f"""
+        import os, warnings
+        import bpeforge
+
+        def live():
+            return len(os.listdir("/proc/self/task"))
+
+        expected = bpeforge.train({str(corpus)!r}, 280, num_threads=1)
+        baseline = live()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trained = bpeforge.train({str(corpus)!r}, 280, num_threads=2**40)
+            counted = bpeforge.count({str(corpus)!r}, num_threads=10000)
+            iterated = bpeforge.train_from_iterator([{CORPUS!r}], 280, num_threads=10000)
+            from_counts = bpeforge.train_from_counts(counted, 280, num_threads=10000)
+        assert trained.merges == expected.merges == iterated.merges == from_counts.merges
+        assert trained.stats.threads <= os.cpu_count()
+        notes = [str(w.message) for w in caught if "cores this process may use" in str(w.message)]
+        assert len(notes) == 4, notes
+        assert live() == baseline, (live(), baseline)
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_the_tiktoken_drop_in_bounds_threads_by_the_same_rule():
+    import bpeforge.tiktoken as tiktoken
+
+    encoding = tiktoken.get_encoding("gpt2")
+    texts = ["hello world", "thread counts"] * 50
+    expected = encoding.encode_batch(texts)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert encoding.encode_batch(texts, num_threads=300) == expected
+        assert encoding.encode_ordinary_batch(texts, num_threads=8) == expected
+    notes = [str(w.message) for w in caught if issubclass(w.category, bpeforge.TrainingNote)]
+    if max_threads() < 300:
+        # An ask above tiktoken's default is bounded with a note; its default (8) quietly.
+        assert notes == [
+            f"num_threads=300 is more than the {max_threads()} cores this process may use; "
+            f"running on {max_threads()} threads"
+        ]
+
+
+def test_the_cli_bounds_threads_with_a_note_and_names_its_own_option(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS)
+    trained = _cli(
+        "train", str(corpus), "--vocab-size", "270", "-o", str(tmp_path / "tok"), "--no-progress", "--threads", "100000"
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert f"--threads=100,000 is more than the {max_threads()} cores" in trained.stderr
+    assert f"on {max_threads()} threads" in trained.stdout
+    started = time.monotonic()
+    encoded = _cli(
+        "encode",
+        str(corpus),
+        "--tokenizer",
+        str(tmp_path / "tok"),
+        "-o",
+        str(tmp_path / "ids.npy"),
+        "--no-progress",
+        "--threads",
+        "100000",
+    )
+    assert encoded.returncode == 0, encoded.stderr
+    assert time.monotonic() - started < 30
+    assert "cores this process may use" in encoded.stderr
+    for command in ("train", "count", "encode"):
+        refused = _cli(command, str(corpus), "--threads", "0", "-o", str(tmp_path / "x"), "--tokenizer", "gpt2")
+        assert refused.returncode == 2
+        assert "--threads: must be at least 1, got 0" in refused.stderr
+        assert "num_threads" not in refused.stderr
+
+
+def test_a_thread_count_that_is_not_a_positive_int_is_refused():
+    tokenizer = bpeforge.Tokenizer({i: bytes([i]) for i in range(256)}, [], [])
+    for bad in (0, -1, 1.5, True, "4"):
+        with pytest.raises(ValueError, match="num_threads must be a positive integer"):
+            tokenizer.encode_batch(["a"], num_threads=bad)
+
+
+# Inputs: folders through links, each real folder once; the summary counts the files read.
+
+
+def _linked_corpus(tmp_path: Path) -> Path:
+    """corpus/ with a file, a linked folder outside it, a link back to itself (a loop) and a second link to its
+    own subfolder."""
+    corpus, elsewhere = tmp_path / "corpus", tmp_path / "elsewhere"
+    (corpus / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    (corpus / "sub" / "a.txt").write_text("alpha beta gamma\n")
+    (elsewhere / "b.txt").write_text("delta epsilon\n")
+    (corpus / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (corpus / "sub" / "loop").symlink_to(corpus, target_is_directory=True)
+    (corpus / "sub2").symlink_to(corpus / "sub", target_is_directory=True)
+    return corpus
+
+
+def test_linked_folders_are_followed_once_and_loops_end(tmp_path):
+    from bpeforge.inputs import expand
+
+    corpus = _linked_corpus(tmp_path)
+    assert expand([corpus]) == [corpus / "linked" / "b.txt", corpus / "sub" / "a.txt"]
+    assert expand([corpus], "b.*") == [corpus / "linked" / "b.txt"]
+
+
+def test_the_train_summary_counts_the_files_read_not_the_arguments(tmp_path):
+    corpus = _linked_corpus(tmp_path)
+    result = _cli("train", str(corpus), "--vocab-size", "270", "-o", str(tmp_path / "tok"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert "in 2 file(s)" in result.stdout
+    trained = bpeforge.train(corpus, 270)
+    assert trained.stats.files == 2
+    assert trained.stats.bytes_read == len("alpha beta gamma\ndelta epsilon\n")
+
+
+def test_a_link_to_nothing_inside_an_input_folder_is_refused_by_name(tmp_path):
+    corpus = _linked_corpus(tmp_path)
+    (corpus / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    with pytest.raises(FileNotFoundError, match="gone.txt"):
+        bpeforge.train(corpus, 270)
+
+
+# --from-counts: options that choose how a corpus is counted cannot apply, and are refused by name.
+
+
+@pytest.fixture
+def count_file(tmp_path) -> Path:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS)
+    counted = tmp_path / "c.bin"
+    result = _cli("count", str(corpus), "-o", str(counted), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return counted
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--pattern", "o200k"], "--pattern"),
+        (["--glob", "*.txt"], "--glob"),
+        (["--text-field", "text"], "--text-field"),  # the default's value, but given
+        (["--text-column", "body", "--skip-bad-records"], "--text-column, --skip-bad-records"),
+    ],
+)
+def test_from_counts_refuses_counting_options_by_name(count_file, tmp_path, options, named):
+    result = _cli("train", "--from-counts", str(count_file), "--vocab-size", "270", "-o", str(tmp_path / "t"), *options)
+    assert result.returncode == 2
+    assert f"error: {named} cannot apply with --from-counts" in result.stderr
+    assert not (tmp_path / "t").exists()
+
+
+def test_from_counts_summary_says_nothing_was_counted(count_file, tmp_path):
+    result = _cli("train", "--from-counts", str(count_file), "--vocab-size", "270", "-o", str(tmp_path / "t"))
+    assert result.returncode == 0, result.stderr
+    assert "inf" not in result.stdout and "0 threads" not in result.stdout
+    assert "pre-tokenize    none (the count file holds the counts)" in result.stdout
+    assert "counted before (read from the count file)" in result.stdout
