@@ -152,7 +152,7 @@ fn byte_pairs_to_py<'py>(py: Python<'py>, pairs: &[(Vec<u8>, Vec<u8>)]) -> PyRes
 
 /// GPT-2's `vocab.json` and `merges.txt` contents as `([(id, token)], [(left, right)])`, or None when
 /// either holds anything unusual: the Python reader then decides and names the problem (see
-/// `bpeforge::gpt2_files`).
+/// `bpeforge::parse_vocab`).
 #[pyfunction]
 fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
     use bpeforge::{parse_merges, parse_vocab};
@@ -165,7 +165,7 @@ fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResu
 }
 
 /// A `.tiktoken` file's contents as `[(token, rank)]` in rank order, or None when it holds anything
-/// unusual: the Python reader then decides and names the line (see `bpeforge::rank_file`).
+/// unusual: the Python reader then decides and names the line (see `bpeforge::parse_rank_file`).
 #[pyfunction]
 fn parse_rank_file<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
     let Some(ranks) = py.detach(|| bpeforge::parse_rank_file(data)) else {

@@ -4,7 +4,7 @@
 //! 3.9+). There PyO3 gets a `str`'s UTF-8 by encoding it to a new `bytes`
 //! object and copying that into a `String`: two copies of the text per call,
 //! which made `encode_to_numpy` on 10 MB of new ASCII text 40% slower than a
-//! version-specific build (47-52 against 33-34 ms). CPython keeps a `str`'s
+//! version-specific build. CPython keeps a `str`'s
 //! UTF-8 form (ASCII strings are their own UTF-8) and hands it out with
 //! `PyUnicode_AsUTF8AndSize`: in the stable ABI from 3.10, and exported by
 //! every CPython since 3.3, 3.9 included, so it links and runs on all the

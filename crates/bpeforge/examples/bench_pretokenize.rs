@@ -11,7 +11,7 @@
 //! time (Unix), so that other processes on a busy machine do not count. The text is scanned whole, as
 //! one document (special tokens are text here). A mismatch with fancy-regex
 //! is reported with its first differing piece: expected only on the code
-//! points Unicode 17.0 newly assigned (see `pattern.rs`).
+//! points Unicode 17.0 newly assigned (see `pretokenize/pattern.rs`).
 
 use std::io::Read;
 use std::path::Path;

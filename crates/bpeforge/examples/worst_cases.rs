@@ -1,5 +1,5 @@
 //! Worst-case inputs for every preset, at two sizes, and how the time grows
-//! between them (issue 12: 0.25 MB -> 1 MB at most 4.5x; 4.0 is linear).
+//! between them (the bound: 0.25 MB -> 1 MB at most 4.5x; 4.0 is linear).
 //!
 //! `cargo run --release --example worst_cases -- [DATA] [--runs N] [--small BYTES] [--large BYTES] [--dump DIR] [PRESET|INPUT...]`
 //!

@@ -1,11 +1,11 @@
 //! A tournament tree: the minimum of a fixed row of keys, kept up to date as
-//! single keys change. The merge loop of pieces of 33-1024 bytes keeps the
-//! merge of each part with its next one here, keyed `(rank, position)`.
+//! single keys change. The merge loop of pieces of 33-1024 bytes (`tree.rs`)
+//! keeps the merge of each part with its next one here, keyed `(rank,
+//! position)`.
 //!
-//! Why not the binary heap those pieces used until the thirteenth session: a
-//! merge changes three keys (the merged part's, its left neighbour's, and the
-//! removed part's), which a heap can only append to, leaving stale entries to
-//! pop and skip; each pop and push walks the heap with a branch per level
+//! Why not a binary heap: a merge changes three keys (the merged part's, its
+//! left neighbour's, and the removed part's), which a heap can only append to,
+//! leaving stale entries to pop and skip, each pop and push a branch per level
 //! that the CPU cannot predict. Here a change rewrites its leaf and the
 //! minimum of each ancestor, `log2(leaves)` branch-free steps, and the tree
 //! never holds a stale key.

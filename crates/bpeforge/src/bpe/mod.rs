@@ -1,41 +1,27 @@
-//! Applying merges inside one pre-token: the lowest-ranked adjacent pair
-//! first, the leftmost of equal ones, until no pair has a merge. This is the
-//! same as applying the merge list in creation order, left to right.
+//! Merges inside one pre-token: the lowest-ranked adjacent pair first, the
+//! leftmost of equal ones, until no pair has a merge (the same as applying the
+//! merge list in creation order, left to right).
 //!
-//! Four implementations of the one rule:
-//! - short pieces (almost all): a flat array of parts with the rank of the pair
-//!   each part starts, scanned for the minimum; only the two neighbours of a
-//!   merge are looked up again. Quadratic in the piece, fastest when it is short.
-//! - longer pieces, up to `SWEEP_MIN` bytes (CJK clauses of 20-130 bytes are
-//!   GPT-2 pieces): a linked list and a tournament tree of `(rank, position)`
-//!   (`min_tree.rs`, since the thirteenth session; a binary heap with lazy
-//!   invalidation before, which stays for vocabularies whose ranks do not
-//!   grow, past `SWEEP_MIN`), so no input is quadratic (tiktoken was, before
-//!   0.13). A radix heap took these until the tenth session: its 65 buckets
-//!   cleared and scanned per piece made the distinct pieces of 33-255 bytes
-//!   of 10 MB of multilingual text cost 1,457-1,516 ns each against
-//!   1,147-1,210 on the binary heap (a third of that corpus's first call).
+//! Four implementations of the one rule, by the piece's length:
+//! - up to `FLAT_MAX` bytes (almost all pieces): the flat scan (`flat.rs`),
+//!   quadratic in the piece and the fastest when it is short;
+//! - up to `SWEEP_MIN` bytes (CJK clauses are GPT-2 pieces of 20-130 bytes): a
+//!   linked list of parts (`list.rs`) on a tournament tree (`tree.rs`,
+//!   `min_tree.rs`), so no input is quadratic;
+//! - longer, when ranks grow: the rank sweep (`sweep.rs`), whose time grows
+//!   linearly where a heap's grew 5-8x from 0.25 to 1 MB; its fixed cost per
+//!   piece is why it takes only pieces over `SWEEP_MIN`;
+//! - longer than `SWEEP_MAX`, or any long piece when ranks do not grow: the
+//!   linked list on a radix heap or a binary heap (`heap.rs`).
 //!
-//! The flat scan and the tree start a piece with characters of 2 or 3 bytes
-//! from the ids `char_merges.rs` gives: each character the rule there allows
-//! as its token, the rest as bytes.
-//! - pieces over `SWEEP_MIN` bytes with growing ranks (a 1 MB run of one
-//!   letter is one piece): `rank_sweep.rs`, the ranks in order, each over a
-//!   bucket of positions, on one word per byte. On the radix heap the time of
-//!   1 MB was 5-8x that of 0.25 MB on the worst inputs (issue 12 asks at most
-//!   4.5x): its keys moved down 20-40 buckets each, and the 20 MB of state of
-//!   a 1 MB piece left the caches. The sweep grows about 4x and is up to 7x
-//!   faster there (`examples/worst_cases.rs`; docs/design.md, "Seventh
-//!   session"), but its fixed costs per piece (a hash map of pending ranks, a
-//!   block per rank) made multilingual text, whose CJK sentences are pieces
-//!   of 20-130 bytes, 12% slower when it took every piece over `FLAT_MAX`.
-//! - pieces over `SWEEP_MAX` bytes when ranks grow: the same list on a radix
-//!   heap (when the merge list only ever creates pairs of higher rank than
-//!   the one applied: any list training wrote, and the merges a tiktoken rank
-//!   file implies, `Vocabulary::ranks_grow`), whose pushes are appends and
-//!   whose pops scan small buckets in order, where a binary heap's random
-//!   accesses over a megabyte-sized piece miss the caches (1 MB of random
-//!   digits as one piece: binary heap 305-324 ms, radix heap 215-222 ms).
+//! The flat scan and the tree start a piece with its characters of 2 or 3 bytes
+//! as tokens where `char_merges.rs` proves the ids unchanged.
+//!
+//! Below them: the merge table (`merges.rs`, with its Bloom filter
+//! `pair_filter.rs`), the token index (`token_index.rs`) and the vocabulary
+//! that holds them (`vocab.rs`). The files import downwards only: the
+//! vocabulary builds the character merges with the flat scan, and the merge
+//! loops read the vocabulary's merge table.
 
 mod char_merges;
 mod flat;

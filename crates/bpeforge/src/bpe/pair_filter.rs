@@ -1,23 +1,17 @@
-//! A Bloom filter of the pairs that have a merge: "no merge" answered from
-//! one word of a table a sixteenth the size of the merge table's.
+//! A Bloom filter of the pairs that have a merge: "no merge" answered from one
+//! word of a table a sixteenth the size of the merge table's.
 //!
-//! Why: merging a CJK clause of 58 bytes under o200k looked up 84 pairs of
-//! which 58 have no merge (a finished character against the next one's raw
-//! byte, ...), and with the merge table's 4 MiB spread over random slots each
-//! of those lookups waited on the third-level cache. This table (two bits a
-//! pair in one 64-bit word, 8 to 16 bits a merge: 256 KiB for o200k's 200 K
-//! merges, 64 KiB for GPT-2's 50 K) stays in the second-level cache, and says
-//! "no merge" for 97% of the pairs that have none (o200k on multilingual
-//! clauses, GPT-2 on English words, measured); the rest, and every pair that
-//! has one, go on to the map. `merge_pieces` on the o200k clauses: 1,650 ->
-//! 1,390 ns a clause.
+//! Why: merging a CJK clause under o200k asks mostly pairs that have no merge
+//! (a finished character against the next one's raw byte), and the merge
+//! table's 4 MiB spread over random slots made each of those lookups wait on
+//! the third-level cache. This table (256 KiB for o200k, 64 KiB for GPT-2)
+//! stays in the second-level cache and says "no merge" for 97% of the pairs
+//! that have none; the rest, and every pair that has one, go on to the map.
 //!
 //! Hand-written rather than a Bloom crate's: the probe is one multiply, one
 //! load and one mask, inlined at the merge loop, on a key the merge table
-//! already builds; the crates (`fastbloom`, `bloomfilter`) hash the key with
-//! their own hashers per call. It never says "no" to a pair that has a merge:
-//! a test checks 50 K random pairs, debug builds check every merge of every
-//! vocabulary built, and the encoders' tests compare with tiktoken.
+//! already builds. It never says "no" to a pair that has a merge: a test checks
+//! 50 K random pairs, and debug builds check every merge of every vocabulary.
 
 /// Bits of the table for each merge, at least (the table's length is rounded
 /// up to a power of two): with two bits a pair in one word, 3% of the pairs

@@ -1,46 +1,32 @@
-//! Merges inside one long pre-token, rank by rank: the path `bpe.rs` takes for
-//! pieces over `SWEEP_MIN` bytes when the vocabulary's ranks grow
+//! Merges inside one long pre-token, rank by rank: the path `encode_piece`
+//! takes for pieces over `SWEEP_MIN` bytes when the vocabulary's ranks grow
 //! (`Vocabulary::ranks_grow`, true of every merge list training writes and of
 //! the merges implied by a tiktoken rank file).
 //!
-//! Why: a piece of 1 MB (one letter, random digits, CJK without spaces) took
-//! 5-8x the time of a piece of 0.25 MB on the radix heap that took such
-//! pieces before (issue 12 asks at most 4.5x). Callgrind showed the
-//! instructions growing 4.2x, but 70% of them were the radix heap moving each
-//! `(rank, position)` key down its buckets 20-40 times, and the time grew
-//! faster still because the merge state (a 12-byte linked-list node and an
-//! 8-byte key per byte, 20 MB for 1 MB) had left the caches and the TLB's
-//! reach, and was allocated and faulted in again on every call.
-//!
-//! The same merges, with less work and less state:
+//! Why: on a heap of `(rank, position)` keys a piece of 1 MB (one letter,
+//! random digits, CJK without spaces) took 5-8x the time of 0.25 MB: each key
+//! moved down the radix heap's buckets 20-40 times, and the merge state (20 MB
+//! for 1 MB) left the caches. The same merges here take about 4x, with less
+//! work and less state:
 //! - **Ranks in order, each over a bucket of positions.** When ranks grow, a
-//!   merge of rank `r` only creates pairs of rank above `r`: the ranks
-//!   applied never go down, and nothing joins rank `r`'s bucket while it is
-//!   applied. The smallest pending rank comes from a small heap of distinct
-//!   ranks (thousands at most, not an entry per position).
-//! - **No sorting inside a rank.** The heap path applies equal ranks leftmost
-//!   first. Pairs of rank `r` that share no token do not interact (what a
-//!   merge creates has a higher rank), so only a chain of consecutive rank-`r`
-//!   pairs (`aaaa` under `a a`) depends on the order: the first position met
-//!   in a chain walks back to the chain's first pair, and the chain is
-//!   resolved from there left to right, every other pair merging, as leftmost
-//!   first would. The chain's other positions are then stale, as they would
-//!   be on the heap path. A merge whose right neighbour merges next in its
-//!   chain does not queue the pair between them (it is about to change).
-//! - **One word per byte** instead of a three-word node: at the first byte of
-//!   a live token, its id (the next token starts `token_len(id)` bytes on);
-//!   at its last byte, when that is another byte, `DEAD` and the distance back
-//!   to the first, so the token before a position is found from the word
-//!   before it. 4 MB for a 1 MB piece instead of 12; the ids are the live
+//!   merge of rank `r` only creates pairs of rank above `r`: nothing joins rank
+//!   `r`'s bucket while it is applied. The smallest pending rank comes from a
+//!   small heap of distinct ranks, not an entry per position.
+//! - **No sorting inside a rank.** Pairs of rank `r` that share no token do not
+//!   interact, so only a chain of consecutive rank-`r` pairs (`aaaa` under
+//!   `a a`) depends on the order: the first position met in a chain walks back
+//!   to the chain's first pair and resolves it left to right, every other pair
+//!   merging, as leftmost first would. A merge whose right neighbour merges next
+//!   in its chain does not queue the pair between them (it is about to change).
+//! - **One word per byte** instead of a three-word node: at the first byte of a
+//!   live token, its id (the next token starts `token_len(id)` bytes on); at its
+//!   last byte, `DEAD` and the distance back to the first. The ids are the live
 //!   words, in order.
 //! - **Buckets are chains of 64-byte blocks from one pool**, each block given
-//!   back as soon as its positions are read, so the pool holds only the
-//!   positions still waiting and is reused by the pairs the merges queue; no
-//!   bucket is grown by reallocation. The encoder keeps a state's scratch
-//!   between calls up to `KEPT_SCRATCH_MAX` (`encode/state.rs`), so a call on a
-//!   piece of up to about 1 MB like the last one allocates nothing.
-//! - **Prefetching.** A rank's positions are spread over the whole piece;
-//!   the word at each is prefetched 30-50 positions before it is applied.
+//!   back as soon as its positions are read; the encoder keeps the scratch
+//!   between calls up to `KEPT_SCRATCH_MAX` (`encode/state.rs`).
+//! - **Prefetching.** A rank's positions are spread over the whole piece; the
+//!   words at each are prefetched 30-50 positions before it is applied.
 //!
 //! The tests below check it against the heap path on random vocabularies and
 //! pieces (also queued in reverse and shuffled orders), and on the worst-case

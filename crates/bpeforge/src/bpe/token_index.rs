@@ -1,13 +1,11 @@
 //! Token bytes -> a value (an id, or a rank and a position), for building a
 //! vocabulary's merge table, for `Vocabulary::id`, and for recovering the
-//! merges of a tiktoken rank table (`ranks.rs`).
+//! merges of a tiktoken rank table (`formats/rank_merges.rs`).
 //!
-//! Tokens of up to 15 bytes (all but a few hundred of o200k's 200 K) are
-//! keyed by their packed bytes (`packed.rs`): no allocation per token, and a
-//! lookup hashes and compares two words. Keyed by boxed slices, every token
-//! was cloned into the map and every lookup compared bytes behind a pointer;
-//! allocating, freeing and probing were most of building o200k's encoder, and
-//! a third of recovering its merges on one core.
+//! Tokens of up to 15 bytes (all but a few hundred of o200k's 200 K) are keyed
+//! by their packed bytes (`util/packed_key.rs`): no allocation per token, and a
+//! lookup hashes and compares two words. Keyed by boxed slices, allocating,
+//! freeing and probing were most of building o200k's encoder.
 
 use std::borrow::Borrow;
 use std::hash::Hash;

@@ -134,8 +134,8 @@ impl Vocabulary {
     /// Whether every merge ranks above every merge that makes one of its two
     /// parts, as in any merge list that training wrote in order. Then applying
     /// merges inside a piece only ever creates pairs of higher rank than the
-    /// one just applied, so the ranks taken grow monotonically (`bpe.rs` uses a
-    /// monotone queue for long pieces when this holds).
+    /// one just applied, so the ranks taken grow monotonically (long pieces then
+    /// take the rank sweep or a radix heap, `bpe/mod.rs`).
     pub fn ranks_grow(&self) -> bool {
         self.table.ranks_grow()
     }

@@ -1,27 +1,22 @@
-//! Where the document being scanned ends (at the next special token),
-//! found a few KiB ahead of the scanner instead of before it.
+//! Where the document being scanned ends (at the next special token), found a
+//! few KiB ahead of the scanner instead of before it, and the encoder's loop
+//! over the documents of a text.
 //!
-//! Why: `encode` split a text on its special tokens first, and only then
-//! scanned each document, so the text was read twice from L3 (or memory),
-//! and the search was 4-5% of a warm call on 10 MB of English
-//! (`memchr::...::packedpair`). Here the first bytes of the specials are
-//! looked for (`SpecialSplitter::first_starting_in`) in the next `AHEAD`
-//! bytes before each batch is scanned: those are then in L1 for the
-//! scanner, and a document is still scanned knowing where it ends.
+//! Why: splitting a text on its special tokens first, then scanning each
+//! document, read the text twice from L3 (or memory), and the search was 4-5%
+//! of a warm call. Here the first bytes of the specials are looked for
+//! (`SpecialSplitter::first_starting_in`) in the next `AHEAD` bytes before each
+//! batch is scanned: those are then in L1 for the scanner, and a document is
+//! still scanned knowing where it ends.
 //!
-//! Except where a batch of pieces runs past what was searched (pieces of
-//! KiBs, or the look-ahead of a long run of whitespace): then the batch was
-//! scanned as if the document ran on to the end of the text. Its pieces
-//! stand if a split point follows them (`pretokenize::is_split_point`: the
-//! pieces before it are those of the text up to it, whatever follows)
-//! before any special starts; otherwise the batch is scanned again, up to
-//! the special (`settles`). On the three corpora, 0 to 11 batches of a
-//! 10 MB call were scanned again.
-//!
-//! The pieces before the batch stand either way: they were settled by a
-//! split point no later than the special, so the document up to the
-//! special splits there too, and the scan restarts at the batch's first
-//! piece, which looks behind nothing.
+//! Except where a batch of pieces runs past what was searched (pieces of KiBs,
+//! or the look-ahead of a long run of whitespace): then the batch was scanned
+//! as if the document ran on. Its pieces stand if a split point follows them
+//! (`pretokenize/cuts.rs`) before any special starts; otherwise the batch is
+//! scanned again, up to the special (`settles`). The pieces before the batch
+//! stand either way: they were settled by a split point no later than the
+//! special, and the scan restarts at the batch's first piece, which looks
+//! behind nothing.
 
 use std::ops::Range;
 

@@ -1,26 +1,17 @@
 //! Encoding whole files in parallel, in bounded memory, with ids in order.
 //!
-//! The files are read as one stream of safely cut chunks (`chunking.rs`, the
+//! The files are read as one stream of safely cut chunks (`io/chunking.rs`, the
 //! same cuts training uses: a chunk's ids never depend on what follows) by the
 //! calling thread, which hands each chunk to whichever worker is free and puts
 //! the workers' results back in input order for `sink`, so the output is the
-//! same for any number of threads. Each file ends a chunk, so the ids are
-//! those of encoding each file on its own, concatenated.
+//! same for any number of threads. Each file ends a chunk, so the ids are those
+//! of encoding each file on its own, concatenated.
 //!
-//! Nothing waits for a whole batch: a worker takes the next chunk as soon as
-//! it has sent back its last, and the reader keeps a bounded number of chunks
-//! in flight (read and not yet written: `CHUNKS_PER_WORKER`), which bounds
-//! the memory. Before, each batch of 8 chunks a worker was encoded while the next
-//! was read, and ended at a barrier: the reading took a worker away from the
-//! batch, the first worker done waited for the last, and the hand-off to the
-//! writer waited for its previous batch, so a 2-thread `bpeforge encode` kept
-//! 1.4-1.6 of its 2 cores busy.
-//!
-//! The sink runs on a thread of its own, and the reader never waits for it
-//! unless the chunks in flight are all encoded: writing the ids (hundreds of
-//! MB for a large corpus, with `O_DIRECT` a few MiB at a time in one blocking
-//! call, `append_file.rs`) overlaps the encoding instead of stopping the
-//! reader while it runs.
+//! Nothing waits for a whole batch: a worker takes the next chunk as soon as it
+//! has sent back its last, and the reader keeps a bounded number of chunks in
+//! flight (`CHUNKS_PER_WORKER`), which bounds the memory (batches ended at a
+//! barrier kept 1.5 of 2 cores busy). The sink runs on a thread of its own, so
+//! writing the ids (`io/append_file.rs`) overlaps the encoding.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -50,7 +41,7 @@ pub const ENCODE_CHUNK_SIZE: usize = 256 << 10;
 const CHUNKS_PER_WORKER: usize = 8;
 /// Chunks in flight on top of `CHUNKS_PER_WORKER`'s, whatever the threads:
 /// enough to keep the workers busy while the writer is stuck in one of its
-/// direct writes (4 MiB of ids, `append_file.rs`, 1-3 ms each on this VM),
+/// direct writes (4 MiB of ids, `io/append_file.rs`, 1-3 ms each on this VM),
 /// during which nothing in flight is written. With 8 a worker only (16 on
 /// 2 threads), each worker of `bpeforge encode` on 500 MB of Gutenberg sat
 /// idle 0.05-0.09 s of its 0.6, the reader waiting on the writer 40-55

@@ -1,23 +1,24 @@
 //! Encoding text to ids and ids back to bytes.
 //!
-//! `encode`: split on special tokens (longest first; for the presets, found
+//! `encode`: split on special tokens (longest first; for the presets found
 //! just ahead of the scanner, `document_end.rs`), pre-tokenize each document
-//! with the pattern's scanner, then apply merges inside each pre-token
-//! (`bpe.rs`). Tables are built once in `Encoder::new`; an `Encoder` is
-//! immutable afterwards but for its piece cache (`cache.rs`), which is shared
-//! by every thread and call, so one instance serves any number of threads.
+//! with the pattern's scanner, then merge inside each pre-token
+//! (`bpe::encode_piece`). Tables are built once in `Encoder::new`; an `Encoder`
+//! is immutable afterwards but for its shared piece cache, so one instance
+//! serves any number of threads.
 //!
-//! Two levels of cache: each call (or worker) has a state with its own tables
-//! (`piece_table.rs`, `long_pieces.rs`), which answer repeats without any
-//! synchronisation and are kept for the next call (`pooled_state`); on a miss
-//! there, the encoder's shared cache is asked, and only then are the merges
-//! applied (and both levels filled; the shared one only once threads meet,
-//! see `StatePool`).
+//! Two levels of cache (`cache/`): each call (or worker) has a state with its
+//! own tables, which answer repeats without synchronisation and are kept for
+//! the next call (`pooled_state`); on a miss there the encoder's shared cache
+//! is asked, and only then are the merges applied (and both levels filled; the
+//! shared one only once threads meet, see `StatePool`).
 //!
-//! Here the `Encoder` and its calls; in `state.rs` what a thread keeps
-//! between calls and the pool that lends it; in `batch.rs` a batch of
-//! pieces packed, hashed and prefetched ahead of its lookups; in
-//! `document_end.rs` the special tokens found just ahead of the scanner.
+//! Here the `Encoder`, its tables and single calls; `pieces.rs` the lookup path
+//! of a document's pieces; `piece_batch.rs` a batch of pieces packed, hashed and
+//! prefetched ahead of its lookups; `parts.rs` long pieces cut where no merge
+//! joins; `batch.rs` the many-text API; `allowed_specials.rs` tiktoken's
+//! special-token policy; `state.rs` what a thread keeps between calls;
+//! `files.rs` whole files in parallel.
 
 mod affinity;
 mod allowed_specials;
@@ -315,7 +316,7 @@ impl Encoder {
 /// id per two bytes (English needs one per 3.7; a buffer grown mid-call was
 /// copied and its new pages faulted in, a fifth of warm encoding in `perf`),
 /// one given back by an earlier call's owner if one has the room
-/// (`recycled.rs`), else new, on huge pages when large (`huge_pages.rs`).
+/// (`util/recycled.rs`), else new, on huge pages when large (`util/huge_pages.rs`).
 /// Capacity never written costs no memory.
 pub fn ids_buffer(text_bytes: usize) -> Vec<u32> {
     let capacity = text_bytes / 2 + 16;

@@ -8,7 +8,7 @@ use crate::pretokenize::scan::BATCH_ROOM;
 use crate::util::packed_key::{hash_packed, pack_at, INLINE_MAX};
 use crate::util::prefetch::L2;
 
-/// The packed keys (`packed.rs`; `UNPACKED` for a piece too long to pack) and
+/// The packed keys (`util/packed_key.rs`; `UNPACKED` for a piece too long to pack) and
 /// hashes (`hash_packed`, or `hash_long` for a piece too long to pack)
 /// of one batch of pieces, computed before any is looked up so that the
 /// buckets they will read are prefetched while the others are packed, in

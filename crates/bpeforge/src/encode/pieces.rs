@@ -99,9 +99,7 @@ impl Encoder {
     /// copies its whole table entry (`INLINE_IDS` ids and the length) into
     /// room reserved for the rest of the batch (not zeroed: nothing is read
     /// there before it is written) and keeps the ids it has, so a piece
-    /// costs no capacity check and no
-    /// branch on its length. Until the ninth session the room was made 32
-    /// pieces at a time, and the piece after each 32 took the slow path.
+    /// costs no capacity check and no branch on its length.
     /// A piece with more ids than its entry holds takes them from the
     /// table's overflow, within `OVERFLOW_ROOM`.
     #[inline(always)]

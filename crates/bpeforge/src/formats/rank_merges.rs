@@ -4,9 +4,7 @@
 //! more than one byte, BPE over its bytes with only the lower-ranked tokens
 //! (tiktoken's rule: merge the adjacent pair whose concatenation has the
 //! lowest rank) must stop at exactly two parts, and they are its merge. Each
-//! token is independent of the others, so they are recovered in parallel:
-//! o200k's 200k tokens took 4.9 s in the Python version this replaces, the
-//! largest part of loading the file.
+//! token is independent of the others, so they are recovered in parallel.
 
 use rayon::prelude::*;
 

@@ -1,17 +1,14 @@
 //! Appending hundreds of megabytes of ids to an open file, without copying
 //! them through the page cache where the system allows.
 //!
-//! `bpeforge encode` of 500 MB of Gutenberg writes 533 MB of uint32 ids. A
-//! plain `write` copies them into the page cache, and on the VM these
-//! numbers come from each fresh page of it is expensive: `perf` put 22-28% of
-//! the whole run in the kernel's copy (`copy_folio_from_iter_atomic`), and
-//! `dd` of 512 MB took 1.1-1.2 s of system time buffered against 0.05 s with
-//! `O_DIRECT`. So on Linux the ids go to the file with `O_DIRECT`: staged in a
-//! page-aligned buffer (`O_DIRECT` wants aligned memory, sizes and offsets)
-//! and written a few MiB at a time; the last partial page is written through
-//! the page cache at the end. Anything else (another system, an offset not on
-//! a page boundary, a file system that refuses `O_DIRECT`, as tmpfs may) takes
-//! plain writes: the bytes in the file are the same either way.
+//! A plain `write` copies the ids into the page cache, and that copy was a
+//! quarter of a `bpeforge encode` run on a VM. So on Linux the ids go to the
+//! file with `O_DIRECT`: staged in a page-aligned buffer (`O_DIRECT` wants
+//! aligned memory, sizes and offsets) and written a few MiB at a time; the last
+//! partial page is written through the page cache at the end. Anything else
+//! (another system, an offset not on a page boundary, a file system that
+//! refuses `O_DIRECT`, as tmpfs may) takes plain writes: the bytes in the file
+//! are the same either way.
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -19,7 +16,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 /// `O_DIRECT`'s alignment: the page size, a multiple of every block size.
 const PAGE: usize = 4096;
 /// Pages staged before a direct write: 4 MiB, the uint32 ids of about 15
-/// chunks of 256 KiB of English (`encode_files.rs` keeps enough chunks in
+/// chunks of 256 KiB of English (`encode/files.rs` keeps enough chunks in
 /// flight to go on encoding while this is written).
 const STAGED_PAGES: usize = 1024;
 

@@ -4,7 +4,7 @@
 //! the whole text would split anyway:
 //! - right after a special token (a document boundary), or
 //! - before ASCII whitespace that follows a non-space char
-//!   (`pretokenize::is_split_point`), never inside a special token.
+//!   (`pretokenize/cuts.rs`), never inside a special token.
 //!
 //! Special-token matches that start `max_len` bytes or more before the end of
 //! the buffer cannot change when more input arrives, so only those decide a cut.

@@ -1,9 +1,8 @@
 //! A chunk's ids as the bytes an output takes: little-endian, 2 or 4 bytes an id.
 //!
 //! uint32 ids already are those bytes on a little-endian machine, so they are
-//! lent as they are instead of copied: `bpeforge encode` of 500 MB of
-//! Gutenberg to uint32 copied its 533 MB of ids once to pack them and once
-//! more to stage them for `O_DIRECT` (`memmove` was 7% of a one-core run).
+//! lent as they are instead of copied (the copies were 7% of a one-core
+//! `bpeforge encode`).
 
 pub enum PackedIds {
     /// Ids narrowed to their little-endian bytes (uint16, or uint32 on a

@@ -9,7 +9,7 @@
 //!   side are then those of the whole text: leftmost-longest matching never
 //!   carries a match across a position that no occurrence crosses), and
 //! - either the cut is a pre-token split point (ASCII whitespace of the
-//!   pattern's `cut_before` after a non-space char, `pretokenize::is_split_point`),
+//!   pattern's `cut_before` after a non-space char, `pretokenize/cuts.rs`),
 //!   or an occurrence that no other occurrence overlaps ends there (it is
 //!   matched in any reading, so the cut falls at a document boundary).
 //!

@@ -10,7 +10,7 @@
 //! `tests/test_pretokenize.py`, on every code point and on random Unicode text.
 //!
 //! The scanners never look behind their start, so a text may be cut at any
-//! boundary of its pieces and each part scanned alone (see `chunking.rs`).
+//! boundary of its pieces and each part scanned alone (see `cuts.rs`).
 
 /// Iterator over the pre-tokens of one document, as sub-slices of it.
 ///

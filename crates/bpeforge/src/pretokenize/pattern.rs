@@ -21,7 +21,7 @@
 //! `tests/test_scanners.py` and `tests/test_patterns.py`.
 //!
 //! Where a text may be cut for parallel work also depends on the pattern
-//! (`cut_before`, used by `chunking.rs` and `shards.rs`): before ASCII
+//! (`cut_before`, used by `io/chunking.rs` and `io/shards.rs`): before ASCII
 //! whitespace that follows a non-space char, where no piece can span the cut
 //! and where the piece after it starts whatever came before (no look-behind):
 //! - GPT-2: before a space, tab, CR or LF; its pieces hold whitespace only at

@@ -1,17 +1,11 @@
 //! Large output buffers backed by transparent huge pages where Linux allows.
 //!
 //! An encode call writes its ids into a fresh buffer (NumPy then owns it), so
-//! every call pays a page fault per 4 KiB of ids: 10 MB of text makes 10.6 MB
-//! of ids, and touching that buffer page by page cost 4.1-4.5 ms in a fresh
-//! process on the VM, against 1.05-1.13 ms once the buffer was
-//! `madvise(MADV_HUGEPAGE)`d (2 MiB pages: one fault per 512 pages; best of
-//! 3 fresh processes each). A thread's piece table, which doubles up to 16 MiB
-//! during a first call, faults in the same way. With both advised, the first
-//! `encode_to_numpy` of 10 MB in a fresh process went from 60-62 to 53-56 ms
-//! on Gutenberg and from 70-73 to 61-63 ms on 20news (GPT-2; warm calls
-//! unchanged). Only a hint: where THP is off (`never`) or the system is not
-//! Linux, nothing changes, and the ids are the same either way. Where THP is
-//! `always`, it is already so.
+//! every call pays a page fault per 4 KiB of ids; `madvise(MADV_HUGEPAGE)` makes
+//! it one per 2 MiB (touching 10 MB of ids: 4 ms -> 1 ms in a fresh process).
+//! A thread's piece table, which doubles up to 16 MiB during a first call,
+//! faults in the same way. Only a hint: where THP is off or the system is not
+//! Linux nothing changes, and the ids are the same either way.
 
 /// Buffers smaller than this stay as they are: a huge page is 2 MiB, and only
 /// the whole ones inside the buffer are advised.

@@ -96,8 +96,8 @@ fn masked(window: &[u8], len: usize) -> u128 {
     u128::from_le_bytes(word) & LOW_BYTES[len & 15] | (len as u128) << 120
 }
 
-/// The hash of a packed key that the encoder's tables share (`cache.rs`,
-/// `piece_table.rs`): computed once per pre-token, so it is one multiply;
+/// The hash of a packed key that the encoder's tables share (`encode/cache/`):
+/// computed once per pre-token, so it is one multiply;
 /// its high bits are the well-mixed ones (Fibonacci hashing), which is what
 /// `piece_table` indexes by, and `cache` mixes further on its slower path.
 #[inline]

@@ -2,18 +2,14 @@
 //! binding's `IdArray`, once NumPy frees its array), kept for the next call
 //! that needs one, with their pages still mapped.
 //!
-//! Why: every `encode_to_numpy` and `encode_batch_to_numpy` call wrote its
-//! ids into fresh memory, and the kernel zeroed each page as it was first
-//! written (`clear_page_erms`, 2 MiB at a time on huge pages). That was
-//! 3-4% of a warm call, and on the VM, now and then, whole processes where
-//! zeroing crawled: a 2-thread batch of 10 MB took 34 ms a call instead of 9
-//! (16% of its samples in `clear_page_erms`, from the copy into the output).
-//! A loop that drops the previous result (or replaces it) hands its buffer
-//! back, and the next call writes over pages already there.
+//! Why: ids written into fresh memory make the kernel zero each page as it is
+//! first written, 3-4% of a warm call (and at times far more on a VM). A loop
+//! that drops the previous result hands its buffer back, and the next call
+//! writes over pages already there.
 //!
-//! Bounded: at most `KEPT_MAX` buffers, `KEPT_BYTES_MAX` in all; only
-//! buffers of `MIN_BYTES` or more (smaller ones are the allocator's business).
-//! Never waits: a contended lock (or one a fork left held) skips the reuse.
+//! Bounded: at most `KEPT_MAX` buffers, `KEPT_BYTES_MAX` in all; only buffers
+//! of `MIN_BYTES` or more. Never waits: a contended lock (or one a fork left
+//! held) skips the reuse.
 
 use std::sync::Mutex;
 

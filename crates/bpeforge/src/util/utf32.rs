@@ -1,15 +1,13 @@
-//! UTF-8 from code points (UTF-32), for Python `str`s the binding reads a
-//! chunk at a time as code points (`PyUnicode_AsUCS4`, the stable ABI's only
-//! way to the characters of a `str` without CPython's UTF-8 encoder).
+//! UTF-8 from code points (UTF-32), for Python `str`s the binding reads a chunk
+//! at a time as code points (`PyUnicode_AsUCS4`, the stable ABI's only way to
+//! the characters of a `str` without CPython's UTF-8 encoder).
 //!
-//! Why by hand: CPython's encoder (`PyUnicode_AsUTF8AndSize` on a `str` that
-//! is not ASCII) goes one character at a time, and 10 MB of Gutenberg with a
-//! curly quote every 240 characters took 12 ms of a 61 ms first call. Here a
-//! block of 16 code points is tested and narrowed in a few SSE2
-//! instructions (part of every x86-64: no CPU feature to detect), its ASCII
-//! prefix kept, and the run of other code points after it encoded one at a
-//! time; the tests check the result against std's `char::encode_utf8` on
-//! every code point.
+//! Why by hand: CPython's encoder goes one character at a time (12 ms of a
+//! 61 ms first call on 10 MB of English with curly quotes). Here a block of 16
+//! code points is tested and narrowed in a few SSE2 instructions (part of
+//! every x86-64), its ASCII prefix kept, and the run of other code points
+//! after it encoded one at a time; the tests check the result against std's
+//! `char::encode_utf8` on every code point.
 
 use std::mem::MaybeUninit;
 

@@ -1,25 +1,20 @@
-//! A thread's table of the pre-tokens too long to pack (over 15 bytes),
-//! keyed by their bytes: in CJK, Thai or Devanagari text a GPT-2 pre-token
-//! is often a whole clause of 20-130 bytes, and merging those again on every
-//! call made warm encoding of the multilingual corpus 5-7x slower than the
-//! field's.
+//! A thread's table of the pre-tokens too long to pack (over 15 bytes), keyed
+//! by their bytes: in CJK, Thai or Devanagari text a GPT-2 pre-token is often a
+//! whole clause of 20-130 bytes, and merging those again on every call made
+//! warm encoding of multilingual text 5-7x slower than the field's.
 //!
-//! Why not a `HashMap<Box<[u8]>, _>` (until the tenth session): `perf` put a
-//! fifth of warm multilingual encoding on one load, the map's slot of each
-//! long piece (132 K distinct clauses in 10 MB, tens of MiB of table and
-//! keys, far past the caches), and that slot's address cannot be known ahead
-//! through the map's API. Here a slot is found from the piece's hash alone
-//! (`slot_index`), so the encoder hashes a batch's long pieces and
-//! `prefetch`es their slots before it looks any up, as it does for short
-//! pieces. A slot holds the full 64-bit hash, so a lookup reads a key's
-//! bytes only when the hash and length match.
+//! Why not a `HashMap<Box<[u8]>, _>`: the load of each long piece's slot was a
+//! fifth of warm multilingual encoding, and the map's API cannot give that
+//! address ahead. Here a slot is found from the piece's hash alone
+//! (`slot_index`), so the encoder hashes a batch's long pieces and prefetches
+//! their slots before it looks any up, as it does for short pieces. A slot
+//! holds the full 64-bit hash, so a lookup reads a key's bytes only when the
+//! hash and length match.
 //!
 //! Bounded by `max_bytes` (keys, ids and slots). When full it stops adding, so
 //! a text whose long pieces do not all fit still finds the share that does on
-//! its next call (clearing when full would miss them all: each call would
-//! evict what the next one needs first). It starts over only once the pieces
-//! it turned away outnumber its hits since it filled by as many as it holds:
-//! then the text has moved on, and the new one gets its turn.
+//! its next call. It starts over only once the pieces it turned away outnumber
+//! its hits since it filled by as many as it holds: then the text has moved on.
 
 use std::hash::BuildHasher;
 

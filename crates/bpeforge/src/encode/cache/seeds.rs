@@ -1,22 +1,15 @@
 //! The vocabulary's tokens that a thread's piece table starts with
-//! (`PieceTable::plant`), so that a first call finds the pieces that are
-//! whole tokens (" the", "ing", ", and" is not one) without merging them.
+//! (`PieceTable::plant`), so that a first call finds the pieces that are whole
+//! tokens (" the", "ing") without merging them: 22 K of the 74 K distinct
+//! pre-tokens of 10 MB of English are single GPT-2 tokens, and seeding made a
+//! first call about a tenth faster. gigatoken seeds its table at load too.
 //!
-//! Why: of the 74 K distinct pre-tokens of 10 MB of Gutenberg, 22 K are
-//! single GPT-2 tokens, and a first call merges and stores every distinct
-//! piece. Seeded, the Python first call on 10 MB took 47 instead of 52 ms
-//! on Gutenberg with GPT-2, 49 instead of 55 with cl100k, 54 instead of 61
-//! with o200k, and 7-10% less on 20news (medians of four; docs/design.md,
-//! fourteenth session). gigatoken seeds its table at load too (its
-//! `pretoken_cache.rs`).
-//!
-//! A seed is a token whose bytes are valid UTF-8, pack into a key (2-15
-//! bytes), are one pre-token of the encoder's pattern (otherwise no text
-//! ever asks for it) and encode to the token itself. The last is checked
-//! token by token with the encoder's own merges: expected of vocabularies
-//! taken from tiktoken rank files (each token's split is recovered by BPE
-//! below its rank), but not promised by every merge list, and a seed that
-//! broke it would change ids.
+//! A seed is a token whose bytes are valid UTF-8, pack into a key (2-15 bytes),
+//! are one pre-token of the encoder's pattern (otherwise no text ever asks for
+//! it) and encode to the token itself. The last is checked token by token with
+//! the encoder's own merges: expected of vocabularies taken from tiktoken rank
+//! files, but not promised by every merge list, and a seed that broke it would
+//! change ids.
 
 use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};

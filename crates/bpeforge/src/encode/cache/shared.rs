@@ -1,4 +1,4 @@
-//! The encoder's shared piece cache: packed pre-token (`packed.rs`) -> ids,
+//! The encoder's shared piece cache: packed pre-token (`util/packed_key.rs`) -> ids,
 //! kept across calls and shared by every thread that encodes with one
 //! `Encoder`, in memory bounded by a byte budget.
 //!
@@ -245,7 +245,7 @@ pub struct CacheInfo {
     /// The budget in bytes (0: no cache).
     pub capacity: usize,
     /// Pre-tokens of 2 bytes or more answered from a cache: a thread's own
-    /// tables (`piece_table.rs`) or this shared one.
+    /// tables (`piece_table/`) or this shared one.
     pub hits: u64,
     /// Pre-tokens no cache could answer: their merges were applied.
     pub misses: u64,

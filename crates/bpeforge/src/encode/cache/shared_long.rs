@@ -1,19 +1,15 @@
-//! The shared cache's second level (`cache.rs`): the pieces its slots cannot
-//! hold, keyed by their bytes: pre-tokens of more than 15 bytes (a CJK
-//! clause, a URL, a line of dashes) and short ones with more than
-//! `cache::MAX_IDS` ids.
+//! The shared cache's second level (`shared.rs`): the pieces its slots cannot
+//! hold, keyed by their bytes: pre-tokens of more than 15 bytes (a CJK clause,
+//! a URL, a line of dashes) and short ones with more than `shared::MAX_IDS`
+//! ids.
 //!
 //! Why: a thread's own tables keep such pieces (`long_pieces.rs`, a piece
-//! table's overflow ids), but until the fourteenth session no other thread
-//! could find them, so each worker of a batch merged them again the first
-//! time it met them. On 10 MB of 20news under GPT-2 on two threads, the
-//! second and third batch calls still merged 3-6 K pieces of more than 3
-//! ids and 600-840 long ones each that the other worker had merged (short
-//! ones of at most 3 ids: the other worker's were found in the first level).
+//! table's overflow ids), but no other thread could find them, so each worker
+//! of a batch merged again the ones another had merged.
 //!
-//! A plain map behind a few locks: it is asked only when a thread's own
-//! table misses, and filled only by threads that share (`StatePool`). Bounded
-//! by a byte budget; when full it stops adding, as a thread's long table does.
+//! A plain map behind a few locks: it is asked only when a thread's own table
+//! misses, and filled only by threads that share (`StatePool`). Bounded by a
+//! byte budget; when full it stops adding, as a thread's long table does.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

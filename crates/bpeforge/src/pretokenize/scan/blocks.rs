@@ -3,51 +3,35 @@
 //! piece at a time (`Scanner::piece_end`) elsewhere.
 //!
 //! Why: the char-by-char scanners branch on the class of every piece's first
-//! chars, and in English text the next piece's class is as good as random,
-//! so those branches mispredict a few times a piece. Here a window of 64
-//! bytes is classified into bitmasks (`classify.rs`) and the family's rules
-//! turn them into a mask of piece starts (`Scanner::block_starts`) with word
-//! operations; the pieces are then the spans between set bits.
+//! chars, and in English text the next piece's class is as good as random, so
+//! those branches mispredict. Here a window of 64 bytes is classified into
+//! bitmasks (`classify.rs`) and the family's rules turn them into a mask of
+//! piece starts (`Scanner::block_starts`) with word operations; the pieces are
+//! the spans between set bits.
 //!
 //! Two phases (as gigatoken and simdjson do): the scan writes the ends of a
-//! batch of pieces into an array (`PieceEnds::fill`), eight set bits at a
-//! time without a branch per piece, and only then does the caller look at
-//! the pieces. Until the ninth session a closure was called per piece from
-//! inside the window loop: its state went through memory on every piece and
-//! each piece's slice was checked for char boundaries, half the scan's time.
+//! batch of pieces into an array (`PieceEnds::fill`), eight set bits at a time
+//! without a branch per piece, and only then does the caller look at the
+//! pieces (a closure called per piece from inside the window loop was half the
+//! scan's time). The window loop is compiled once per way of classifying a
+//! block (SSE2, AVX2, AVX-512BW), and `fill` picks the best the CPU has.
 //!
-//! The window loop is compiled once per way of classifying a block
-//! (`classify.rs`: SSE2, AVX2, AVX-512BW on x86-64), each copy with its
-//! target features, and `fill` picks the best the CPU has (detected once)
-//! per batch; the char-by-char scanner stays out of the loop
-//! (`scalar_turn`).
+//! The rules are exact only where they see every byte they depend on as ASCII:
+//! a byte's start status depends on bytes `i - 1..=i + 1` (a contraction's on
+//! the two after its apostrophe), so a window is trusted up to two bytes
+//! before its first non-ASCII byte. Except, in a family that opts in
+//! (`Scanner::BLOCKS_PASS_PUNCTUATION`: GPT-2), General Punctuation chars that
+//! are "other" (’ “ ” — …, `is_other_punctuation`): their three bytes carry no
+//! letter, digit or space bit, and where an "other" char only continues a run
+//! of "other" chars or takes U+0020 before it, three "other" bytes start and
+//! end a piece exactly where the char does. They sent 8% of Gutenberg's pieces
+//! char by char; 0.7% now.
 //!
-//! The rules are exact only where they can see every byte they depend on
-//! as ASCII: the start status of byte `i` depends on bytes `i - 1..=i + 1`
-//! (and a contraction's on the two after its apostrophe), so a window is
-//! trusted up to two bytes before its first non-ASCII byte.
-//!
-//! Except, in a family that opts in (`Scanner::BLOCKS_PASS_PUNCTUATION`:
-//! GPT-2), before its first char that is not "other" General Punctuation
-//! (`is_other_punctuation`: U+2000..U+203F but the spaces, where English's
-//! ’ “ ” — … are; they sent 8% of Gutenberg's pieces char by char, 0.7%
-//! now). The masks give such a char's three bytes no letter, digit or
-//! space bit, so the rules read them as three "other" bytes; where an
-//! "other" char only ever continues a run of "other" chars or takes U+0020
-//! before it (GPT-2's ` ?[^\s\p{L}\p{N}]+`), three "other" bytes start a
-//! piece exactly where the char does and end it where it ends, and the
-//! bytes around them see a non-space, as they would the char. A char is
-//! passed only if its three bytes are in the 65 the window reads (the
-//! look-ahead byte may be its last); any other non-ASCII byte stops the
-//! window as before.
-//!
-//! Each window begins at a known piece start (bit 0) and the next one at
-//! the last start it found, so no state crosses windows; where a window
-//! yields no whole piece (a piece of 64 bytes or more, or non-ASCII text)
-//! the char-by-char scanner takes over past the bytes that stopped it. Both
-//! paths give the same pieces: `tests` below compare them on generated text
-//! (and General Punctuation at every offset of a window), and every
-//! preset's scanner is checked against `regex` in `tests/test_scanners.py`.
+//! Each window begins at a known piece start and the next at the last start it
+//! found, so no state crosses windows; where a window yields no whole piece
+//! the char-by-char scanner takes over. Both paths give the same pieces: the
+//! tests below compare them on generated text, and every preset's scanner is
+//! checked against `regex` in `tests/test_scanners.py`.
 
 #[cfg(target_arch = "x86_64")]
 use super::classify::{Avx2, Avx512};

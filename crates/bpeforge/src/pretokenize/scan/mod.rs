@@ -16,7 +16,7 @@
 //! of each family, into a one-pass rule with at most one char of look-ahead
 //! (plus, for whitespace, the end of the run). Nothing looks behind its start,
 //! so a text may be cut at any boundary of its pieces and each part scanned
-//! alone (see `chunking.rs` and `Pattern::cut_before`).
+//! alone (see `cuts.rs` and `Pattern::cut_before`).
 //!
 //! Speed: the classes come from `charclass` as one byte of flags per char; an
 //! ASCII byte is looked up in a 128-entry table without decoding, so English

@@ -1,44 +1,30 @@
 //! A thread's own table of encoded pre-tokens: packed pre-token
-//! (`packed.rs`) -> ids, the first place the encoder looks.
+//! (`util/packed_key.rs`) -> ids, the first place the encoder looks.
 //!
-//! Why not a `HashMap`: warm encoding is one lookup per pre-token, and
-//! profiling showed half its time stalled on the load of the key (the
-//! distinct pieces of a few MB of text are a few MiB of table, past the L2
-//! cache, and hashbrown reads a control byte line and then a slot line).
-//! Here a lookup reads one bucket: `WAYS` keys and their entries in one
-//! 64-byte cache line, whose address the hash gives before the lookup happens, so the
-//! encoder prefetches a batch of them ahead (`prefetch`) and the misses
-//! overlap instead of queueing. Two ways in one line rather than four in two
-//! (until the eighth session): one prefetch and one line a piece, and the
-//! warm path compares two keys without a loop (`get_inline`).
+//! Why not a `HashMap`: warm encoding is one lookup per pre-token, and half of
+//! it stalled on the load of the key (hashbrown reads a control byte line, then
+//! a slot line). Here a lookup reads one bucket: `WAYS` keys and their entries
+//! in one 64-byte cache line, whose address the hash gives ahead, so the
+//! encoder prefetches a batch of them (`probe.rs`) and the misses overlap. Two
+//! ways in one line rather than four in two: one prefetch and one line a
+//! piece, and the warm path compares two keys without a loop.
 //!
-//! Bounded: the table grows from `FIRST_BUCKETS` to `MAX_BUCKETS` (16 MiB;
-//! less if asked), then keeps a few pieces aside (`stash`) and then evicts.
-//! A lookup writes nothing: a new piece takes
-//! an empty way or else the second, so the first way keeps the piece that
-//! came first, and in text the frequent pieces are the first to come; the
-//! second way turns over with the rare ones. Moving a hit ahead in its bucket
-//! (transposition, until the eighth session) cost 8-10% of warm encoding,
-//! even done on one hit in eight (`examples/encode_file`, 10 MB of
-//! Gutenberg: 434-452 against 480-497 MB/s without). So that a text that
-//! moves on (English, then Chinese) is not held to the first ways of the
-//! old one, the table starts over after `EVICTIONS_PER_SLOT` evictions per
-//! slot: the merges of a few thousand frequent pieces again, once per
-//! million misses at most. Ids of
-//! pieces with more than `INLINE_IDS` ids live in `overflow`; when that
-//! passes `OVERFLOW_IDS_PER_SLOT` per slot the table starts over (rare: 1% of English pieces
-//! have more than 3 ids).
+//! Bounded: the table grows from `FIRST_BUCKETS` to `MAX_BUCKETS` (16 MiB; less
+//! if asked), then keeps a few pieces aside (`stash`) and then evicts. A lookup
+//! writes nothing: a new piece takes an empty way or else the second, so the
+//! first way keeps the piece that came first (in text, the frequent ones come
+//! first); moving a hit ahead in its bucket cost 8-10% of warm encoding. So
+//! that a text that moves on is not held to the first ways of the old one, the
+//! table starts over after `EVICTIONS_PER_SLOT` evictions per slot. Ids of
+//! pieces with more than `INLINE_IDS` ids live in `overflow`; past
+//! `OVERFLOW_IDS_PER_SLOT` per slot the table starts over.
 //!
-//! Seeds (`plant`): entries put in before any text, a token's bytes -> the
-//! token (`seeds.rs`), so that a first call finds the pieces that are whole
-//! tokens without merging them. A seed only ever takes an empty way of its
-//! own bucket, and a piece of the text takes a seed's way before it spills,
-//! is stashed or evicts: seeds never crowd out what a text brought, and the
-//! table's bound stays the text's. The warm path passes a seed on
-//! (`SEED_LEN`) and the first lookup that finds one makes it an entry like
-//! any other (`get`), so that a seed the text uses never gives way again.
-//! They are not handed to the shared cache (`inline_entries`), which holds
-//! what was merged.
+//! Seeds (`plant`): a token's bytes -> the token, put in before any text
+//! (`seeds.rs`). A seed only takes an empty way of its own bucket, and a piece
+//! of the text takes a seed's way before it spills, is stashed or evicts, so
+//! seeds never crowd out what a text brought. The first lookup that finds a
+//! seed makes it an entry like any other (`get`). Seeds are not handed to the
+//! shared cache (`inline_entries`), which holds what was merged.
 //!
 //! Exact by construction: a pre-token's ids depend only on its bytes and the
 //! vocabulary, and one table serves one `Encoder`.
@@ -58,17 +44,14 @@ const FIRST_BUCKETS: usize = 256;
 /// of 10 MB of English (74 K distinct short pieces) ran at 180-198 MB/s with
 /// a 2 MiB bound, whose evictions sent a fifth of the lookups to the shared
 /// cache's locks, and at 224-238 MB/s with 8 MiB (`examples/encode_file`).
-/// From 8 to 16 MiB (seventeenth session): 10 MB of 20news (118 K distinct
-/// short pieces, with GPT-2's 50 K seeds) had 1% of its pieces beside their
-/// bucket or stashed, each a cache miss on the slow path; warm GPT-2 went
-/// from 467-473 to 509-516 MB/s, on Gutenberg from 628-638 to 652-653, and
-/// first calls did not change (medians of 6-8 processes).
+/// 16 MiB rather than 8: at 8, 10 MB of 20news (118 K distinct short pieces,
+/// with GPT-2's 50 K seeds) had 1% of its pieces beside their bucket or
+/// stashed, each a cache miss on the slow path (warm: 8% faster at 16).
 pub const MAX_BUCKETS: usize = 1 << 18;
 /// The size a table is grown to before seeds are planted in a call
-/// (`reserve_for_seeds`): 8 MiB, the bound until the seventeenth session.
-/// Planted in a table at the bound, each worker of a first 2-thread batch on
-/// 10 MB of Gutenberg faulted in and zeroed 16 MiB: 51.7 -> 60.8 ms, 55.0
-/// with this (medians of 10). A text that needs more grows the table.
+/// (`reserve_for_seeds`): 8 MiB. Planted in a table at the bound, each worker
+/// of a first 2-thread batch faulted in and zeroed 16 MiB (a sixth of the
+/// call). A text that needs more grows the table.
 pub const SEEDED_BUCKETS: usize = 1 << 17;
 /// Overflow ids kept per slot of the largest table (2 MiB at `MAX_BUCKETS`;
 /// 1% of English pieces have more than `INLINE_IDS` ids).
@@ -130,8 +113,8 @@ impl Entry {
 
 /// One cache line: a lookup touches nothing else. The keys first, then
 /// their entries, so that the warm path compares two keys and then takes
-/// one entry by its address (until the tenth session each key sat beside its
-/// ids, and picking the ids took a vector blend of both ways).
+/// one entry by its address (with each key beside its ids, picking the ids
+/// took a vector blend of both ways).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct Bucket {
@@ -429,7 +412,7 @@ impl PieceTable {
     }
 
     fn resize(&mut self, buckets: usize) {
-        // On huge pages where allowed: a first call's doublings fault in up to 16 MiB (`huge_pages.rs`).
+        // On huge pages where allowed: a first call's doublings fault in up to 16 MiB (`util/huge_pages.rs`).
         let mut fresh = crate::util::huge_pages::vec_with_capacity(buckets);
         fresh.resize(buckets, Bucket::default());
         let old = std::mem::replace(&mut self.buckets, fresh);

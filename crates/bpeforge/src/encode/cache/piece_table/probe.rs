@@ -58,7 +58,7 @@ impl<'t> Probe<'t> {
 
     /// The entry of `key` in bucket `index`, when the table has its ids
     /// inline (at most `INLINE_IDS`): the warm path, which copies the whole
-    /// entry and keeps `len` ids of it (see `encode/mod.rs`). `None` for
+    /// entry and keeps `len` ids of it (see `encode/pieces.rs`). `None` for
     /// anything else: a miss, or a piece whose ids overflow
     /// (`get_overflowed_at`) or a seed, which `PieceTable::get` then answers.
     /// `key` must not be 0 (an empty slot's). A lookup writes nothing (see
