@@ -60,7 +60,7 @@ def test_bad_count_files_are_named(tmp_path):
     bpeforge.save_counts(bpeforge.count(corpus(tmp_path / "a.txt", 1), [SPECIAL]), tmp_path / "c.bin")
     data = (tmp_path / "c.bin").read_bytes()
     (tmp_path / "v9.bin").write_bytes(data[:8] + (9).to_bytes(4, "little") + data[12:])
-    with pytest.raises(ValueError, match=r"v9\.bin: count file format version 9; this bpeforge reads version 1"):
+    with pytest.raises(ValueError, match=r"v9\.bin: count file format version 9; this bpeforge reads version 2"):
         bpeforge.load_counts(tmp_path / "v9.bin")
     (tmp_path / "cut.bin").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match=r"cut\.bin: the file is truncated"):

@@ -260,7 +260,7 @@ def test_encode_corpus(path: Path) -> None:
 # when `merge_counts` adds the file to itself.
 _COUNTS_CHILD = textwrap.dedent(
     """
-    import json, resource, sys, tempfile, time
+    import json, resource, sys, tempfile, time, zlib
     from pathlib import Path
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))
     import bpeforge
@@ -275,8 +275,8 @@ _COUNTS_CHILD = textwrap.dedent(
             return data[pos - n : pos]
         def number(n):
             return int.from_bytes(take(n), "little")
-        if take(8) != b"BPEFCNT\\0" or number(4) != 1:
-            raise ValueError("not a version 1 count file")
+        if take(8) != b"BPEFCNT\\0" or number(4) != 2:
+            raise ValueError("not a version 2 count file")
         pattern = take(number(2)).decode("utf-8")
         specials = [take(number(4)).decode("utf-8") for _ in range(number(4))]
         bytes_counted, counts = number(8), {}
@@ -285,6 +285,8 @@ _COUNTS_CHILD = textwrap.dedent(
             counts[token] = counts.get(token, 0) + number(8)
         if take(4) != b"END\\0":
             raise ValueError("no end marker")
+        if number(4) != zlib.crc32(data[: pos - 4]) or pos != len(data):
+            raise ValueError("checksum")
         return pattern, specials, bytes_counted, counts
 
     scratch = Path(tempfile.mkdtemp())

@@ -198,7 +198,7 @@ def test_the_train_summary_counts_the_files_read_not_the_arguments(tmp_path):
 def test_a_link_to_nothing_inside_an_input_folder_is_refused_by_name(tmp_path):
     corpus = _linked_corpus(tmp_path)
     (corpus / "gone.txt").symlink_to(tmp_path / "missing.txt")
-    with pytest.raises(FileNotFoundError, match="gone.txt"):
+    with pytest.raises(FileNotFoundError, match=r"gone\.txt"):
         bpeforge.train(corpus, 270)
 
 
@@ -237,3 +237,59 @@ def test_from_counts_summary_says_nothing_was_counted(count_file, tmp_path):
     assert "inf" not in result.stdout and "0 threads" not in result.stdout
     assert "pre-tokenize    none (the count file holds the counts)" in result.stdout
     assert "counted before (read from the count file)" in result.stdout
+
+
+# Preset names: any spelling is the preset, a misspelling is refused in every API, a regex in a group is a regex.
+
+TYPOS = [("gtp2", "gpt2"), ("o200", "o200k"), ("gpt2!", "gpt2"), ("cl100k*", "cl100k")]
+
+
+@pytest.mark.parametrize(("typo", "meant"), TYPOS)
+def test_a_misspelt_preset_is_refused_in_every_api(tmp_path, typo, meant):
+    import bpeforge.tiktoken as tiktoken
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS)
+    byte_vocab = {i: bytes([i]) for i in range(256)}
+    ranks = {bytes([i]): i for i in range(256)}
+    calls = {
+        "Counts": lambda: bpeforge.Counts([], typo),
+        "Counts.from_files": lambda: bpeforge.Counts.from_files([str(corpus)], [], None, None, None, typo),
+        "count": lambda: bpeforge.count(corpus, pattern=typo),
+        "train": lambda: bpeforge.train(corpus, 270, pattern=typo),
+        "train_from_iterator": lambda: bpeforge.train_from_iterator([CORPUS], 270, pattern=typo),
+        "pretokenize": lambda: bpeforge.pretokenize("hello", typo),
+        "Tokenizer": lambda: bpeforge.Tokenizer(byte_vocab, [], pattern=typo),
+        "tiktoken.Encoding": lambda: tiktoken.Encoding("x", pat_str=typo, mergeable_ranks=ranks, special_tokens={}),
+    }
+    for api, call in calls.items():
+        with pytest.raises(ValueError, match=rf'did you mean "{meant}"\?') as refused:
+            call()
+        assert f"(?:{typo})" in str(refused.value), api
+    result = _cli("train", str(corpus), "--pattern", typo, "-o", str(tmp_path / "t"))
+    assert result.returncode == 2 and f'did you mean "{meant}"?' in result.stderr
+
+
+def test_any_spelling_of_a_preset_is_the_preset_and_a_grouped_name_is_a_regex():
+    assert bpeforge.Counts([], "GPT-2").pattern == "gpt2"
+    assert bpeforge.Counts([], "o200K").pattern == "o200k"
+    # A regex: its matches, and the text between them as pieces of their own.
+    assert bpeforge.pretokenize("gpt2 and gpt2", "(?:gpt2)") == ["gpt2", " and ", "gpt2"]
+
+
+# Count files carry a checksum: any changed byte is refused, naming the file.
+
+
+def test_a_count_file_with_a_flipped_byte_is_refused_by_name(count_file, tmp_path):
+    data = count_file.read_bytes()
+    # The last entry's u64 count ends before the end marker and the checksum (docs/format.md).
+    count_at = len(data) - 8 - 8
+    for at, flip in [(count_at + 3, 0x7F), (count_at, 0x01), (20, 0x10), (len(data) - 1, 0x80)]:
+        damaged = tmp_path / "damaged.bin"
+        damaged.write_bytes(data[:at] + bytes([data[at] ^ flip]) + data[at + 1 :])
+        with pytest.raises(ValueError, match=r"damaged\.bin: "):
+            bpeforge.load_counts(damaged)
+        result = _cli("train", "--from-counts", str(damaged), "--vocab-size", "270", "-o", str(tmp_path / "t"))
+        assert result.returncode == 2 and "damaged.bin: " in result.stderr, result.stderr
+        assert not (tmp_path / "t").exists()
+    assert bpeforge.load_counts(count_file).bytes_counted == len(CORPUS)

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import zlib
 from pathlib import Path
 
 import bpeforge
@@ -701,8 +702,9 @@ def test_count_files_truncated_and_lying() -> None:
 def test_count_file_counts_past_2_64_are_refused() -> None:
     """The same pre-token twice, with counts that add up past 2**64: an error, not a wrapped count."""
     entry = struct.pack("<I", 1) + b"a" + struct.pack("<Q", 2**64 - 1)
-    head = b"BPEFCNT\0" + struct.pack("<IH", 1, 4) + b"gpt2" + struct.pack("<IQQ", 0, 0, 2)
-    path = write(SCRATCH / "counts-wrap" / "twice.bin", head + entry + entry + b"END\0")
+    head = b"BPEFCNT\0" + struct.pack("<IH", 2, 4) + b"gpt2" + struct.pack("<IQQ", 0, 0, 2)
+    body = head + entry + entry + b"END\0"
+    path = write(SCRATCH / "counts-wrap" / "twice.bin", body + struct.pack("<I", zlib.crc32(body)))
     outcome = run_in_child([("load_counts", path)])[str(path)]
     if "error" not in outcome and "crash" not in outcome:
         outcome["wrong"] = "loads: the count wrapped around 2**64 without an error"

@@ -22,6 +22,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 # Token ids are 32-bit: a larger vocab_size could never be reached.
 MAX_VOCAB_SIZE = 2**32
+# A pre-token longer than this is noted: its tokens grow as long (a file of one repeated byte is one pre-token).
+LONG_PRETOKEN_BYTES = 1 << 20
 
 
 class TrainedVocab(dict):
@@ -45,6 +47,7 @@ class TrainStats:
     # Bytes that no match of a custom pattern covered; each run of them was a
     # pre-token of its own. Always 0 for the presets.
     unmatched_bytes: int = 0
+    longest_pretoken: int = 0  # bytes
     skipped_records: list[str] = field(default_factory=list)  # with skip_bad_records: "file:line: why"
     # Seconds spent counting text files: "read" (overlaps the rest), "batches", "fold", and with
     # profile=True "pretokenize_cpu"/"count_cpu" (all threads). Empty for other inputs.
@@ -69,16 +72,19 @@ class TrainResult:
     pattern: str = "gpt2"
 
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the vocabulary, merges, special tokens and pattern, as `bpeforge.save` does."""
-        from bpeforge.saving import save
+        """Write the vocabulary, merges, special tokens and pattern, as `bpeforge.save` does.
 
-        return save(
-            self.vocab,
-            self.merges,
-            directory,
-            special_tokens=self.special_tokens,
-            pattern=self.pattern,
-            overwrite=overwrite,
+        A result is consistent as trained, so it is written without the tokenizer `bpeforge.save` builds to
+        check its input, which holds every token twice more: on a file of one repeated letter, hundreds of MB.
+        (A result changed since is written as it is; `bpeforge.save(result.vocab, result.merges, ...)` checks.)
+        """
+        from bpeforge.formats import gpt2
+        from bpeforge.vocabulary import unique_specials
+
+        gpt2.check_types(self.vocab, self.merges)
+        specials = unique_specials(self.special_tokens)
+        return gpt2.write_tokenizer_directory(
+            self.vocab, self.merges, directory, special_tokens=specials, pattern=self.pattern, overwrite=overwrite
         )
 
     def __iter__(self):
@@ -296,6 +302,12 @@ def training_notes(result: TrainResult, vocab_size: int) -> list[str]:
         notes.append(
             f"{result.stats.unmatched_bytes:,} bytes of the corpus matched no part of the pattern "
             f"{result.pattern!r}; each run of them was counted as a pre-token of its own"
+        )
+    if result.stats.longest_pretoken > LONG_PRETOKEN_BYTES:
+        notes.append(
+            f"the longest pre-token is {result.stats.longest_pretoken:,} bytes (a run of one repeated character, "
+            f"such as padding, is one pre-token): tokens grow as long, and memory with them; set max_token_length "
+            f"(--max-token-length) to bound them"
         )
     return notes
 

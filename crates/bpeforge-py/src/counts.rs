@@ -151,7 +151,7 @@ impl PyCounts {
         match base {
             None => {
                 let result = run_detached(py, &observer, || bpeforge::train_from_counts(counted, &options, &observer))?;
-                train_result_to_py(py, &result)
+                train_result_to_py(py, result)
             }
             Some(base) => {
                 let base = base.encoder().clone();

@@ -14,6 +14,7 @@ mod pools;
 mod reader;
 mod sources;
 mod text;
+mod trained;
 mod utf8_stream;
 
 use std::path::PathBuf;
@@ -29,7 +30,7 @@ use encoder::PyEncoder;
 use observer::PyObserver;
 
 /// Train; returns `(vocab bytes by id, merges as (left, right), stats dict)`.
-/// With `base`, continue training it instead (`train::extend`): returns
+/// With `base`, continue training it instead (`bpeforge::extend`): returns
 /// `([(id, bytes)], new merges, stats dict)`, and `vocab_size` counts every
 /// token, the base's included.
 #[pyfunction]
@@ -65,7 +66,7 @@ fn train<'py>(
     match base {
         None => {
             let result = run_detached(py, &observer, || bpeforge::train(&paths, &options, &observer))?;
-            train_result_to_py(py, &result)
+            train_result_to_py(py, result)
         }
         Some(base) => {
             let base = base.encoder().clone();
@@ -76,10 +77,9 @@ fn train<'py>(
 }
 
 /// `(vocab bytes by id, merges, stats dict)` for Python.
-pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: &TrainResult) -> PyResult<Bound<'py, PyTuple>> {
-    let vocab = PyList::new(py, result.vocab.iter().map(|bytes| PyBytes::new(py, bytes)))?;
-    let merges = merges_to_py(py, &result.merges)?;
+pub(crate) fn train_result_to_py<'py>(py: Python<'py>, result: TrainResult) -> PyResult<Bound<'py, PyTuple>> {
     let stats = stats_to_py(py, &result.stats)?;
+    let (vocab, merges) = trained::vocab_and_merges_to_py(py, result.vocab, result.merges)?;
     PyTuple::new(py, [vocab.into_any(), merges.into_any(), stats.into_any()])
 }
 
@@ -106,6 +106,7 @@ fn stats_to_py<'py>(py: Python<'py>, result: &TrainStats) -> PyResult<Bound<'py,
     stats.set_item("merge_seconds", result.merge_time.as_secs_f64())?;
     stats.set_item("threads", result.threads)?;
     stats.set_item("unmatched_bytes", result.unmatched_bytes)?;
+    stats.set_item("longest_pretoken", result.longest_pretoken)?;
     let profile = &result.count_profile;
     let seconds = PyDict::new(py);
     seconds.set_item("read", profile.read.as_secs_f64())?;
@@ -125,6 +126,13 @@ fn pretokenize<'t>(text: &'t str, pattern: &str) -> PyResult<Vec<&'t str>> {
     let mut pieces = Vec::new();
     pattern.for_each_piece(text, |piece| pieces.push(piece)).map_err(errors::to_py_err)?;
     Ok(pieces)
+}
+
+/// The canonical name of the preset `pattern` spells, or the regex itself; a
+/// misspelt preset is a ValueError (`bpeforge::resolve_pattern`).
+#[pyfunction]
+fn resolve_pattern(pattern: &str) -> PyResult<String> {
+    bpeforge::resolve_pattern(pattern).map(str::to_string).map_err(errors::to_py_err)
 }
 
 /// The merges a tiktoken rank table implies, in rank order (see `bpeforge::ranks`).
@@ -182,6 +190,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_gpt2_files, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;

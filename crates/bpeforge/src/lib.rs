@@ -45,6 +45,7 @@ pub use io::shards::plan_shards;
 pub use pretokenize::cuts::is_split_point;
 pub use pretokenize::gpt2_splitter::Gpt2Splitter;
 pub use pretokenize::pattern::{Pattern, PRESETS};
+pub use pretokenize::pattern_names::resolve as resolve_pattern;
 pub use pretokenize::specials::{Piece, SpecialSplitter};
 pub use progress::{Observer, Phase, Silent};
 pub use train::count::add_texts;

@@ -222,13 +222,13 @@ def write_text_atomically(
 
 def write_directory_atomically(
     directory: str | os.PathLike[str],
-    files: dict[str, str],
+    files: dict[str, str | Iterable[str]],
     *,
     overwrite: bool,
     inputs: Iterable[str | os.PathLike[str]] = (),
     owned: Collection[str] = (),
 ) -> Path:
-    """Write `files` (name -> text) as `directory`, all or nothing.
+    """Write `files` (name -> text, or an iterable of its parts) as `directory`, all or nothing.
 
     An existing directory is replaced only with `overwrite` and only while it
     holds nothing but `owned` names and the names in `files`.
@@ -251,9 +251,12 @@ def write_directory_atomically(
     return directory
 
 
-def _write_synced(path: Path, text: str) -> None:
+def _write_synced(path: Path, text: str | Iterable[str]) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+        if isinstance(text, str):
+            f.write(text)
+        else:
+            f.writelines(text)  # parts written as they are made: a vocabulary of huge tokens is never one string
         f.flush()
         os.fsync(f.fileno())
 

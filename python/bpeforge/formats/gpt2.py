@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from bpeforge import _core
 from bpeforge.formats.atomic import write_directory_atomically
@@ -31,6 +33,7 @@ MERGES_HEADER = "#version: 0.2"  # GPT-2's header; HF tokenizers expects and ski
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
+T = TypeVar("T")
 
 
 @lru_cache(maxsize=1)
@@ -214,12 +217,42 @@ def check_types(vocab: Vocab, merges: Merges) -> None:
             raise TypeError(f"merges must be (bytes, bytes) pairs; merge {rank} is {merge!r}")
 
 
-def _vocab_json(vocab: Vocab) -> str:
+# The files are written in parts of about this many token bytes, not as one
+# string: trained on one long pre-token (a file of one letter), a vocabulary
+# holds hundreds of MB of tokens, and the whole text of `vocab.json`, built
+# in several copies, was several times that.
+PART_BYTES = 1 << 20
+
+
+def _vocab_json(vocab: Vocab) -> Iterator[str]:
     # Written by hand, not json.dumps(dict): ids in order, one per line, and a
     # token text that two ids share (same bytes from two merges) is kept twice.
-    ids = sorted(vocab)
-    quoted = _json_strings([encode_token(vocab[i]) for i in ids])
-    return "{\n" + ",\n".join(f"  {text}: {i}" for text, i in zip(quoted, ids)) + "\n}\n"
+    yield "{\n"
+    separator = ""
+    for ids in _parts(sorted(vocab), lambda i: len(vocab[i])):
+        if len(vocab[ids[0]]) > PART_BYTES:  # alone in its part: written with no copy beyond its JSON text
+            yield f"{separator}  "
+            yield json.dumps(encode_token(vocab[ids[0]]), ensure_ascii=False)
+            yield f": {ids[0]}"
+        else:
+            quoted = _json_strings([encode_token(vocab[i]) for i in ids])
+            yield separator + ",\n".join(f"  {text}: {i}" for text, i in zip(quoted, ids))
+        separator = ",\n"
+    yield "\n}\n"
+
+
+def _parts(items: list[T], size: Callable[[T], int]) -> Iterator[list[T]]:
+    """`items` in consecutive runs of about `PART_BYTES` by `size`; an item over it is a run alone."""
+    part: list[T] = []
+    total = 0
+    for item in items:
+        if part and total + size(item) > PART_BYTES:
+            yield part
+            part, total = [], 0
+        part.append(item)
+        total += size(item)
+    if part:
+        yield part
 
 
 def _json_strings(texts: list[str]) -> list[str]:
@@ -232,9 +265,17 @@ def _json_strings(texts: list[str]) -> list[str]:
     return json.dumps(texts, ensure_ascii=False, indent=0)[2:-2].split(",\n")
 
 
-def _merges_txt(merges: Merges) -> str:
-    lines = [MERGES_HEADER] + [f"{encode_token(left)} {encode_token(right)}" for left, right in merges]
-    return "\n".join(lines) + "\n"
+def _merges_txt(merges: Merges) -> Iterator[str]:
+    yield MERGES_HEADER + "\n"
+    for part in _parts(merges, lambda merge: len(merge[0]) + len(merge[1])):
+        if len(part) == 1:  # perhaps a merge of huge tokens: each side is written as soon as made
+            left, right = part[0]
+            yield encode_token(left)
+            yield " "
+            yield encode_token(right)
+            yield "\n"
+        else:
+            yield "".join(f"{encode_token(left)} {encode_token(right)}\n" for left, right in part)
 
 
 def _meta_json(vocab: Vocab, merges: Merges, special_tokens: list[str], pattern: str) -> str:

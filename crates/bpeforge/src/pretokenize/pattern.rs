@@ -91,9 +91,11 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    /// `"gpt2"`, `"cl100k"`, `"o200k"`, `"llama3"`, `"qwen2"`, or a regex of
-    /// one's own.
+    /// `"gpt2"`, `"cl100k"`, `"o200k"`, `"llama3"`, `"qwen2"` (any common
+    /// spelling of one), or a regex of one's own; a misspelt preset is an
+    /// error (`pattern_names.rs`).
     pub fn new(spec: &str) -> Result<Self, Error> {
+        let spec = crate::pretokenize::pattern_names::resolve(spec)?;
         match spec {
             "gpt2" => return Ok(Pattern::Gpt2),
             "cl100k" => return Ok(Pattern::Cl100k),

@@ -1,4 +1,4 @@
-//! The pre-token count file (`bpeforge count -o counts.bin`), format version 1.
+//! The pre-token count file (`bpeforge count -o counts.bin`), format version 2.
 //!
 //! Little-endian, in order (see docs/format.md):
 //! - magic `b"BPEFCNT\0"`, format version `u32`;
@@ -6,10 +6,14 @@
 //! - special tokens: `u32` number, then each as `u32` length + UTF-8;
 //! - bytes counted `u64`, entries `u64`;
 //! - entries sorted by bytes: `u32` length + bytes + `u64` count;
-//! - end marker `b"END\0"`.
+//! - end marker `b"END\0"`;
+//! - CRC-32 (`u32`, gzip's) of every byte before it.
 //!
 //! Sorted entries make the file a function of the counts alone (byte-identical
-//! for any thread count); the entry count and end marker catch truncation.
+//! for any thread count); the entry count and end marker catch truncation, the
+//! checksum any changed byte (a count of 18 read as 2,130,706,450 trains as
+//! happily as the right one). Version 1 had no checksum, so its files cannot
+//! be told sound from damaged and are refused: count the corpus again.
 
 use std::io::{self, BufRead, Read, Write};
 
@@ -18,7 +22,7 @@ use crate::error::Error;
 
 const MAGIC: &[u8; 8] = b"BPEFCNT\0";
 const END: &[u8; 4] = b"END\0";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A count table with what it was counted with.
 #[derive(Debug, Clone, Default)]
@@ -34,7 +38,8 @@ pub struct CountsFile {
 }
 
 impl CountsFile {
-    pub fn write_to(&self, mut out: impl Write) -> io::Result<()> {
+    pub fn write_to(&self, out: impl Write) -> io::Result<()> {
+        let mut out = Checksummed::new(out);
         out.write_all(MAGIC)?;
         out.write_all(&FORMAT_VERSION.to_le_bytes())?;
         write_str(&mut out, &self.pattern, 2)?;
@@ -53,11 +58,14 @@ impl CountsFile {
             out.write_all(&n.to_le_bytes())?;
         }
         out.write_all(END)?;
-        out.flush()
+        let checksum = out.checksum();
+        out.inner.write_all(&checksum.to_le_bytes())?;
+        out.inner.flush()
     }
 
     /// Read a count file; `what` names it in errors.
-    pub fn read_from(mut input: impl BufRead, what: &str) -> Result<Self, Error> {
+    pub fn read_from(input: impl BufRead, what: &str) -> Result<Self, Error> {
+        let mut input = Checksummed::new(input);
         let bad = |why: String| Error::InvalidArgument(format!("{what}: {why}"));
         let io_err = |e: io::Error| match e.kind() {
             io::ErrorKind::UnexpectedEof => bad("the file is truncated".into()),
@@ -69,6 +77,12 @@ impl CountsFile {
             return Err(bad("not a bpeforge count file (written by `bpeforge count`)".into()));
         }
         let version = read_u32(&mut input).map_err(io_err)?;
+        if version == 1 {
+            return Err(bad(format!(
+                "count file format version 1, which has no checksum to tell a sound file from a damaged one; this \
+                 bpeforge reads version {FORMAT_VERSION}: count the corpus again (bpeforge count)"
+            )));
+        }
         if version != FORMAT_VERSION {
             return Err(bad(format!(
                 "count file format version {version}; this bpeforge reads version {FORMAT_VERSION} (recount the corpus)"
@@ -105,6 +119,17 @@ impl CountsFile {
         if &end != END {
             return Err(bad("corrupt: no end marker after the last entry".into()));
         }
+        let computed = input.checksum();
+        let stored = read_u32(&mut input.inner).map_err(io_err)?;
+        if stored != computed {
+            return Err(bad(format!(
+                "corrupt: its checksum is {stored:#010x} but its contents sum to {computed:#010x} (a byte changed \
+                 since it was written); count the corpus again"
+            )));
+        }
+        if !input.inner.fill_buf().map_err(io_err)?.is_empty() {
+            return Err(bad("corrupt: more data after its checksum".into()));
+        }
         Ok(Self { pattern, special_tokens, bytes_counted, unmatched_bytes: 0, counts })
     }
 
@@ -126,6 +151,42 @@ impl CountsFile {
             return Err(overflow());
         }
         Ok(())
+    }
+}
+
+/// A reader or writer that sums (CRC-32) every byte that passes through it.
+struct Checksummed<T> {
+    inner: T,
+    sum: crc32fast::Hasher,
+}
+
+impl<T> Checksummed<T> {
+    fn new(inner: T) -> Self {
+        Self { inner, sum: crc32fast::Hasher::new() }
+    }
+
+    fn checksum(&self) -> u32 {
+        self.sum.clone().finalize()
+    }
+}
+
+impl<R: Read> Read for Checksummed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.sum.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+impl<W: Write> Write for Checksummed<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.sum.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -211,7 +272,41 @@ mod tests {
         assert_eq!(err.to_string(), "c.bin: the file is truncated");
         written[8] = 7; // format version 7
         let err = CountsFile::read_from(written.as_slice(), "c.bin").unwrap_err();
-        assert!(err.to_string().contains("format version 7; this bpeforge reads version 1"), "{err}");
+        assert!(err.to_string().contains("format version 7; this bpeforge reads version 2"), "{err}");
+    }
+
+    #[test]
+    fn any_changed_byte_is_refused_naming_the_file() {
+        let mut written = Vec::new();
+        sample().write_to(&mut written).unwrap();
+        for at in 0..written.len() {
+            for flip in [0x01, 0x80, 0xff] {
+                let mut damaged = written.clone();
+                damaged[at] ^= flip;
+                let err = CountsFile::read_from(damaged.as_slice(), "c.bin").unwrap_err().to_string();
+                assert!(err.starts_with("c.bin: "), "byte {at}: {err}");
+            }
+        }
+        // A count (18 -> 2,130,706,450 in the wild) reads as a valid entry: only the checksum sees it.
+        let count_at = written.len() - 8 - 8;
+        let mut damaged = written.clone();
+        damaged[count_at + 3] ^= 0x7f;
+        let err = CountsFile::read_from(damaged.as_slice(), "c.bin").unwrap_err().to_string();
+        assert!(err.contains("corrupt: its checksum is") && err.contains("count the corpus again"), "{err}");
+    }
+
+    #[test]
+    fn version_1_and_data_after_the_checksum_are_refused() {
+        let mut written = Vec::new();
+        sample().write_to(&mut written).unwrap();
+        let mut version_1 = written[..written.len() - 4].to_vec(); // version 1 ended at the end marker
+        version_1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let err = CountsFile::read_from(version_1.as_slice(), "old.bin").unwrap_err().to_string();
+        assert!(err.starts_with("old.bin: count file format version 1, which has no checksum"), "{err}");
+        assert!(err.contains("count the corpus again"), "{err}");
+        written.push(0);
+        let err = CountsFile::read_from(written.as_slice(), "c.bin").unwrap_err().to_string();
+        assert_eq!(err, "c.bin: corrupt: more data after its checksum");
     }
 
     #[test]
@@ -232,8 +327,8 @@ mod tests {
         counts.insert(b"ab", 3);
         let mut written = Vec::new();
         CountsFile { pattern: "gpt2".into(), counts, ..CountsFile::default() }.write_to(&mut written).unwrap();
-        // The one entry's u64 count ends 4 bytes before the end (the end marker).
-        let count_at = written.len() - 4 - 8;
+        // The one entry's u64 count ends 8 bytes before the end (the end marker, the checksum).
+        let count_at = written.len() - 8 - 8;
         written[count_at..count_at + 8].copy_from_slice(&0u64.to_le_bytes());
         let err = CountsFile::read_from(written.as_slice(), "z.bin").unwrap_err();
         assert_eq!(err.to_string(), "z.bin: corrupt: pre-token \"ab\" has a count of 0");
@@ -249,8 +344,8 @@ mod tests {
         // A file listing one entry twice (never written by us) is corrupt.
         let mut written = Vec::new();
         huge.write_to(&mut written).unwrap();
-        let entry_at = written.len() - 4 - (4 + 1 + 8);
-        let entry = written[entry_at..written.len() - 4].to_vec();
+        let entry_at = written.len() - 8 - (4 + 1 + 8);
+        let entry = written[entry_at..written.len() - 8].to_vec();
         let mut doubled = written[..entry_at].to_vec();
         let count_at = doubled.len() - 8;
         doubled[count_at..].copy_from_slice(&2u64.to_le_bytes());

@@ -50,14 +50,20 @@ pub fn learn_merges(
     max_merges: usize,
     limits: MergeLimits,
     observer: &dyn Observer,
-) -> Result<Vec<Merge>, Error> {
-    Ok(learn_merges_from(Start::from_bytes(counts), max_merges, limits, observer)?.merges)
+) -> Result<Learned, Error> {
+    learn_merges_from(Start::from_bytes(counts), max_merges, limits, observer)
 }
 
 /// What the merge loop learned, and the corpus's length in tokens before and after.
 #[derive(Debug, Clone)]
 pub struct Learned {
     pub merges: Vec<Merge>,
+    /// The token each merge made, in merge order. It shares its bytes with
+    /// the merges that use it as a side, so a vocabulary laid out from these
+    /// holds each token's bytes once: on one long pre-token (a file of one
+    /// letter), the tokens are most of the memory, and copying them to lay
+    /// out the vocabulary doubled the peak.
+    pub tokens: Vec<Arc<[u8]>>,
     /// Sum over pre-tokens of count x tokens, at the start and at the end.
     pub tokens_before: u64,
     pub tokens_after: u64,
@@ -76,13 +82,15 @@ pub fn learn_merges_from(
     // `max_merges` comes from the user's vocab_size: never size memory by it
     // (a vocab_size of 2**32 would ask for 32 GB up front).
     let mut merges = Vec::with_capacity(max_merges.min(1 << 16));
+    let mut tokens = Vec::with_capacity(max_merges.min(1 << 16));
     while merges.len() < max_merges {
         let Some((pair, count)) = state.pop_best() else { break };
         if count < limits.min_frequency {
             break;
         }
         merges.push((state.symbols[pair.0 as usize].clone(), state.symbols[pair.1 as usize].clone()));
-        state.apply(pair);
+        let new = state.apply(pair);
+        tokens.push(state.symbols[new as usize].clone());
         if merges.len() % 64 == 0 {
             observer.progress(Phase::Merge, merges.len() as u64, max_merges as u64)?;
         }
@@ -91,7 +99,7 @@ pub fn learn_merges_from(
     // fewer merges than asked for, which the summary reports.
     observer.progress(Phase::Merge, merges.len() as u64, merges.len() as u64)?;
     let tokens_after = fixed_tokens + state.tokens();
-    Ok(Learned { merges, tokens_before, tokens_after })
+    Ok(Learned { merges, tokens, tokens_before, tokens_after })
 }
 
 /// Where the merge loop starts: the words that can still merge, as symbol
@@ -225,8 +233,9 @@ impl MergeState {
         refilled
     }
 
-    /// Merge `pair` in every word that holds it and update the counts.
-    fn apply(&mut self, pair: Pair) {
+    /// Merge `pair` in every word that holds it and update the counts;
+    /// returns the merged symbol.
+    fn apply(&mut self, pair: Pair) -> u32 {
         let new = self.symbol_for_merge(pair);
         let span = self.pairs.remove(pair).range();
         let Self { words, word_counts, pairs, deltas, .. } = self;
@@ -255,6 +264,7 @@ impl MergeState {
         let mut deltas = std::mem::take(&mut self.deltas);
         deltas.drain(|changed, delta, gained| self.apply_delta(changed, delta, gained));
         self.deltas = deltas;
+        new
     }
 
     /// One pair's total change in a merge, with the words that gained it.
@@ -268,7 +278,7 @@ impl MergeState {
     /// The symbol for the merge of `pair`: an existing one with the same
     /// bytes, else a new one.
     fn symbol_for_merge(&mut self, (left, right): Pair) -> u32 {
-        let bytes: Arc<[u8]> = [&*self.symbols[left as usize], &*self.symbols[right as usize]].concat().into();
+        let bytes = concat(&self.symbols[left as usize], &self.symbols[right as usize]);
         if let Some(&id) = self.symbol_ids.get(&bytes) {
             return id;
         }
@@ -277,6 +287,15 @@ impl MergeState {
         self.symbol_ids.insert(bytes, id);
         id
     }
+}
+
+/// `left` then `right` in one new allocation. Not `concat().into()`: that
+/// copies into a `Vec` and again into the `Arc`, and each freed `Vec` left a
+/// hole that the next, longer token could not use: on one long pre-token,
+/// whose tokens double in length, the holes added up to the tokens' size.
+fn concat(left: &[u8], right: &[u8]) -> Arc<[u8]> {
+    // An iterator of known length: the `Arc` is allocated once, at its size.
+    left.iter().chain(right).copied().collect()
 }
 
 #[cfg(test)]
@@ -293,7 +312,7 @@ mod tests {
     }
 
     fn learned(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String)> {
-        let merges = learn_merges(table(words), max_merges, MergeLimits::default(), &Silent).unwrap();
+        let merges = learn_merges(table(words), max_merges, MergeLimits::default(), &Silent).unwrap().merges;
         merges
             .iter()
             .map(|(l, r)| (String::from_utf8(l.to_vec()).unwrap(), String::from_utf8(r.to_vec()).unwrap()))
@@ -326,7 +345,7 @@ mod tests {
     fn limits_stop_early_or_skip_long_tokens() {
         let words = [("low", 5), ("lower", 2), ("widest", 3), ("newest", 6)];
         let limited = |limits| {
-            let merges = learn_merges(table(&words), 12, limits, &Silent).unwrap();
+            let merges = learn_merges(table(&words), 12, limits, &Silent).unwrap().merges;
             merges.iter().map(|(l, r)| [&**l, &**r].concat()).collect::<Vec<_>>()
         };
         // Counts of the CS336 example's merges: st 9, est 9, ow 7, low 7, west 6, ne 6, ...
@@ -396,7 +415,7 @@ mod tests {
                 counts.insert(bytes, *n);
             }
             // Duplicate words were added up by the table; the naive loop sees them apart, which is the same.
-            let fast = learn_merges(counts, 400, MergeLimits::default(), &Silent).unwrap();
+            let fast = learn_merges(counts, 400, MergeLimits::default(), &Silent).unwrap().merges;
             let fast: Vec<(Vec<u8>, Vec<u8>)> = fast.iter().map(|(l, r)| (l.to_vec(), r.to_vec())).collect();
             assert_eq!(fast, naive_merges(&words, 400), "round {round}");
         }

@@ -99,6 +99,9 @@ pub struct TrainStats {
     /// Bytes no match of a custom pattern covered: each run of them was
     /// counted as a pre-token of its own (0 for the presets).
     pub unmatched_bytes: u64,
+    /// Bytes of the longest pre-token: memory and the longest tokens grow
+    /// with it (a file of one repeated byte is one pre-token).
+    pub longest_pretoken: usize,
 }
 
 /// Train on `paths`, one corpus in which each file ends a document.
@@ -211,10 +214,10 @@ pub fn train_from_counts(
     let started = Instant::now();
     let limits =
         merge::MergeLimits { min_frequency: options.min_frequency, max_token_length: options.max_token_length };
-    let merges = merge::learn_merges(counted.counts, max_merges, limits, observer)?;
+    let learned = merge::learn_merges(counted.counts, max_merges, limits, observer)?;
     stats.merge_time = started.elapsed();
-    let vocab = layout_vocab(&merges, specials.tokens());
-    Ok(TrainResult { vocab, merges, stats })
+    let vocab = layout_vocab(learned.tokens, specials.tokens());
+    Ok(TrainResult { vocab, merges: learned.merges, stats })
 }
 
 fn check_counted_specials(counted: &CountsFile, options: &TrainOptions) -> Result<(), Error> {
@@ -233,6 +236,7 @@ fn stats_of(counted: &CountsFile) -> TrainStats {
         bytes_read: counted.bytes_counted,
         unique_pretokens: counted.counts.len(),
         unmatched_bytes: counted.unmatched_bytes,
+        longest_pretoken: counted.counts.longest(),
         ..TrainStats::default()
     }
 }
@@ -254,9 +258,10 @@ pub fn build_pool(num_threads: Option<usize>) -> Result<CallPool, Error> {
     CallPool::new(num_threads, "bpeforge")
 }
 
-fn layout_vocab(merges: &[Merge], specials: &[String]) -> Vec<Arc<[u8]>> {
+/// `merged`: the token of each merge (`merge::Learned::tokens`), whose
+/// bytes the vocabulary shares rather than copies.
+fn layout_vocab(merged: Vec<Arc<[u8]>>, specials: &[String]) -> Vec<Arc<[u8]>> {
     let bytes = (0..=255u8).map(|b| Arc::from([b].as_slice()));
-    let merged = merges.iter().map(|(left, right)| Arc::from([&**left, &**right].concat()));
     let special = specials.iter().map(|s| Arc::from(s.as_bytes()));
     bytes.chain(merged).chain(special).collect()
 }
@@ -274,8 +279,7 @@ mod tests {
 
     #[test]
     fn layout_is_bytes_then_merges_then_specials() {
-        let merges: Vec<Merge> = vec![(Arc::from(&b"a"[..]), Arc::from(&b"b"[..]))];
-        let vocab = layout_vocab(&merges, &["<|e|>".to_string()]);
+        let vocab = layout_vocab(vec![Arc::from(&b"ab"[..])], &["<|e|>".to_string()]);
         assert_eq!(vocab.len(), 258);
         assert_eq!(&*vocab[97], b"a");
         assert_eq!(&*vocab[256], b"ab"); // id 256 + rank 0

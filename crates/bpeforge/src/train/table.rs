@@ -54,6 +54,20 @@ impl<L: Eq + Hash> CountTable<L> {
         self.len() == 0
     }
 
+    /// The length in bytes of the longest pre-token (0 for an empty table).
+    /// Only the long map is read: a short pre-token has at most 15 bytes.
+    pub fn longest(&self) -> usize
+    where
+        L: AsRef<[u8]>,
+    {
+        let long = self.long.keys().map(|bytes| bytes.as_ref().len()).max();
+        long.unwrap_or_else(|| {
+            let mut longest = 0;
+            self.short.iter().for_each(|(key, _)| longest = longest.max(unpack(&key).1));
+            longest
+        })
+    }
+
     /// Every pre-token with its count, in no particular order.
     pub fn for_each(&self, mut visit: impl FnMut(&[u8], u64))
     where
@@ -198,6 +212,12 @@ mod tests {
         let expected = vec![(b"".to_vec(), 1), (b"a".to_vec(), 7), (b"a\0".to_vec(), 1), (long.to_vec(), 2)];
         assert_eq!(sorted(&table), expected);
         assert_eq!(table.len(), 4);
+        assert_eq!(table.longest(), 16);
+        let mut short = PretokenCounts::default();
+        assert_eq!(short.longest(), 0);
+        short.insert(b"abc", 1);
+        short.insert(b"a", 1);
+        assert_eq!(short.longest(), 3);
     }
 
     #[test]
