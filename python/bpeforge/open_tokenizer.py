@@ -1,5 +1,5 @@
 """One way to name a tokenizer wherever bpeforge takes one: a `Tokenizer` (or a
-`bpeforge.tiktoken.Encoding`), the name of an encoding bpeforge ships
+`bpeforge.tiktoken.Encoding`), a `TrainResult` (what `bpeforge.train` returns), the name of an encoding bpeforge ships
 (`gpt2`, `r50k_base`, `cl100k_base`, `o200k_base`: its ranks, pattern and
 special tokens, offline), a directory (written by `bpeforge train`/`save`,
 GPT-2's `vocab.json` + `merges.txt`, or one holding an HF `tokenizer.json`), a
@@ -12,14 +12,21 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from bpeforge.formats.gpt2 import MERGES_FILE, VOCAB_FILE
 from bpeforge.formats.hf import HF_FILE
 from bpeforge.tiktoken import Encoding, get_encoding, list_encoding_names
 from bpeforge.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
 
-TokenizerSource = Union[Tokenizer, Encoding, str, "os.PathLike[str]"]
+if TYPE_CHECKING:
+    from bpeforge.train import TrainResult
+
+TokenizerSource = Union[Tokenizer, Encoding, "TrainResult", str, "os.PathLike[str]"]
+# Rank files as they are often kept; the reader decompresses them as it does corpora.
+_COMPRESSED_RANKS = (".tiktoken.gz", ".tiktoken.xz", ".tiktoken.zst")
+# What a `TrainResult` holds (`bpeforge.train` imports this module, so it is known by its fields here).
+_TRAINED_FIELDS = ("vocab", "merges", "special_tokens", "pattern", "stats")
 
 
 def open_tokenizer(
@@ -39,8 +46,16 @@ def open_tokenizer(
     if isinstance(source, Tokenizer):
         _refuse_overrides(source, pattern, special_tokens, "a Tokenizer")
         return source
+    if all(hasattr(source, field) for field in _TRAINED_FIELDS):
+        _refuse_overrides(None, pattern, special_tokens, "a TrainResult")
+        return Tokenizer(
+            source.vocab, source.merges, source.special_tokens, pattern=source.pattern, cache_size=cache_size
+        )
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"a tokenizer is a Tokenizer, an encoding's name or a path, got {type(source).__name__}")
+        raise TypeError(
+            "a tokenizer is a Tokenizer, a TrainResult, an encoding's name or a path (a directory, a "
+            f"tokenizer.json or a .tiktoken file), got {type(source).__name__}"
+        )
     if isinstance(source, str) and source in list_encoding_names() and not Path(source).exists():
         _refuse_overrides(None, pattern, special_tokens, f"the encoding {source!r}")
         return get_encoding(source)._tokenizer
@@ -81,6 +96,8 @@ def tokenizer_kind(path: Path) -> str | None:
         if (path / VOCAB_FILE).is_file() and (path / MERGES_FILE).is_file():
             return "gpt2"
         return "hf" if (path / HF_FILE).is_file() else None
+    if path.name.lower().endswith(_COMPRESSED_RANKS):
+        return "tiktoken"
     return {".json": "hf", ".tiktoken": "tiktoken"}.get(path.suffix.lower())
 
 

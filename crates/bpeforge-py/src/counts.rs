@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use bpeforge::SpecialSplitter;
 use bpeforge::{add_texts, CountSettings, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::{Error, Pattern};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::detached::run_detached;
 use crate::encoder::PyEncoder;
@@ -25,6 +25,31 @@ use crate::{extension_to_py, train_result_to_py};
 #[pyclass(module = "bpeforge._core", name = "Counts")]
 pub struct PyCounts {
     inner: CountsFile,
+}
+
+/// The documents of `add_texts`: a list (or any iterable) of str. One str is
+/// refused rather than taken as its characters; PyO3's own message for it
+/// ("Can't extract `str` to `Vec`") did not say what to pass.
+fn documents(texts: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let refuse = |what: String| PyTypeError::new_err(format!("add_texts takes a list of str (the documents); {what}"));
+    if texts.is_instance_of::<PyString>() {
+        return Err(refuse("got one str: pass [text] to add one document".into()));
+    }
+    let items = texts.try_iter().map_err(|_| refuse(format!("got type {}", type_name(texts))))?;
+    items
+        .enumerate()
+        .map(|(index, item)| {
+            let item = item?;
+            if item.is_instance_of::<PyString>() {
+                return item.extract::<String>(); // a str that is not UTF-8 (a lone surrogate) says so itself
+            }
+            Err(refuse(format!("item {index} has type {}", type_name(&item))))
+        })
+        .collect()
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value.get_type().name().map(|name| name.to_string()).unwrap_or_else(|_| "?".into())
 }
 
 #[pymethods]
@@ -66,7 +91,8 @@ impl PyCounts {
 
     /// Add documents (each counted as if followed by a special token), in parallel.
     #[pyo3(signature = (texts, num_threads=None))]
-    fn add_texts(&mut self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<()> {
+    fn add_texts(&mut self, py: Python<'_>, texts: &Bound<'_, PyAny>, num_threads: Option<usize>) -> PyResult<()> {
+        let texts = documents(texts)?;
         let specials = SpecialSplitter::new(&self.inner.special_tokens).map_err(to_py_err)?;
         let pattern = Pattern::new(&self.inner.pattern).map_err(to_py_err)?;
         let pool = bpeforge::build_pool(num_threads).map_err(to_py_err)?;
@@ -80,9 +106,12 @@ impl PyCounts {
         .map_err(to_py_err)
     }
 
-    /// Add another table counted the same way.
-    fn merge(&mut self, other: PyRef<'_, PyCounts>, what: &str) -> PyResult<()> {
-        self.inner.merge(other.inner.clone(), what).map_err(to_py_err)
+    /// Add another table counted the same way; `what` names it in errors. A
+    /// table added to itself doubles (the other is read before this one changes).
+    #[pyo3(signature = (other, what="the other table"))]
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyCounts>, what: &str) -> PyResult<()> {
+        let added = other.try_borrow()?.inner.clone();
+        slf.try_borrow_mut()?.inner.merge(added, what).map_err(to_py_err)
     }
 
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {

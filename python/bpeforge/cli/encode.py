@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 from pathlib import Path
 
 from bpeforge import encode_files
-from bpeforge.cli.options import (
-    STDIN,
-    add_ray_option,
-    add_record_options,
-    add_threads_option,
-    check_ray_options,
-    stdin_inputs,
-)
+from bpeforge.cli.options import add_ray_option, add_record_options, add_threads_option, check_ray_options, stdin_inputs
 from bpeforge.cli.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, tokenizer_paths
+from bpeforge.formats.atomic import check_output, open_stream
+from bpeforge.formats.output_target import output_target
 from bpeforge.inputs import RecordOptions
 from bpeforge.tokenizer import Tokenizer
 
@@ -37,7 +31,13 @@ def add_encode_command(commands: argparse._SubParsersAction) -> None:
     )
     cmd.add_argument("--tokenizer", required=True, help=f"the tokenizer: {SOURCES}")
     add_tokenizer_overrides(cmd)
-    cmd.add_argument("-o", "--output", required=True, type=Path, help="output .npy file (with --ray: a directory)")
+    cmd.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        help="output .npy file, - for standard output (with --ray: a directory)",
+    )
     cmd.add_argument(
         "--document-separator",
         metavar="TOK",
@@ -84,13 +84,20 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         separator=_separator_id(tokenizer, args.document_separator),
         files=files,
     )
-    seconds = max(stats.seconds, 1e-9)
-    print(
-        f"wrote {args.output}: {stats.tokens:,} tokens ({dtype}) from {stats.bytes_in / 2**20:,.1f} MiB in "
-        f"{stats.files:,} file(s), {stats.bytes_per_token:.2f} bytes/token, "
-        f"{stats.bytes_in / 2**20 / seconds:,.1f} MiB/s, {stats.tokens / seconds:,.0f} tokens/s, {stats.seconds:.2f} s"
-    )
+    print(_encode_summary(args.output, dtype, stats))
     return 0
+
+
+def _encode_summary(output: Path, dtype: str, stats: encode_files.EncodeStats) -> str:
+    mib = stats.bytes_in / 2**20
+    where = f"wrote {output}: {stats.tokens:,} tokens ({dtype}) from {mib:,.1f} MiB in {stats.files:,} file(s)"
+    if not stats.tokens:  # no ratio or rate to give (it printed "nan bytes/token")
+        return f"{where}: the inputs hold no text, {stats.seconds:.2f} s"
+    seconds = max(stats.seconds, 1e-9)
+    return (
+        f"{where}, {stats.bytes_per_token:.2f} bytes/token, {mib / seconds:,.1f} MiB/s, "
+        f"{stats.tokens / seconds:,.0f} tokens/s, {stats.seconds:.2f} s"
+    )
 
 
 def _separator_id(tokenizer: Tokenizer, token: str | None) -> int | None:
@@ -101,7 +108,7 @@ def _separator_id(tokenizer: Tokenizer, token: str | None) -> int | None:
         have = ", ".join(repr(t) for t in tokenizer.special_tokens) or "none"
         raise ValueError(
             f"--document-separator {token!r} is not a special token of the tokenizer (its special tokens: {have}; "
-            "a .tiktoken file's are given with --special-token)"
+            "those of a .tiktoken file or a GPT-2 directory without bpeforge.json are given with --special-token)"
         )
     return tokenizer.token_to_id(token)
 
@@ -118,16 +125,15 @@ def add_decode_command(commands: argparse._SubParsersAction) -> None:
 
 def _run_decode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     tokenizer = open_from_args(args.tokenizer, args)
-    if args.output == STDIN:
-        encode_files.decode_to(tokenizer, args.source, sys.stdout.buffer)
-        return 0
     args.output = Path(args.output)
-    written = encode_files.decode_file(
-        tokenizer,
-        args.source,
-        args.output,
-        overwrite=args.force,
-        tokenizer_path=next(iter(tokenizer_paths(args.tokenizer)), None),
-    )
+    tokenizer_path = next(iter(tokenizer_paths(args.tokenizer)), None)
+    if output_target(args.output).is_stream:  # standard output (`-o -`), a FIFO, /dev/null: written as decoded
+        check_output(args.output, inputs=[args.source, *([tokenizer_path] if tokenizer_path else [])], overwrite=True)
+        with open_stream(args.output) as out:
+            written = encode_files.decode_to(tokenizer, args.source, out)
+    else:
+        written = encode_files.decode_file(
+            tokenizer, args.source, args.output, overwrite=args.force, tokenizer_path=tokenizer_path
+        )
     print(f"wrote {args.output}: {written:,} bytes")
     return 0

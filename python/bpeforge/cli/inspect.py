@@ -20,6 +20,7 @@ from bpeforge.cli.tokenizer_args import SOURCES, add_tokenizer_overrides, open_f
 from bpeforge.formats.atomic import check_output
 from bpeforge.inspection import show
 from bpeforge.inspection.figures import SampleFigures, sample_figures, vocabulary_figures, vocabulary_overlap
+from bpeforge.inspection.terminal_text import terminal_safe
 from bpeforge.tokenizer import Tokenizer
 
 BAR_WIDTH = 40
@@ -75,7 +76,7 @@ def _run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
         title = f"{Path(args.tokenizer).name}: {figures['vocab_size']:,} tokens by length"
         figures["plot"] = str(plot_length_histogram(figures["length_histogram"], args.plot, title=title))
-    print(json.dumps(figures, indent=2) if args.json else _inspect_text(args.tokenizer, figures))
+    print(json.dumps(figures, indent=2) if args.json else terminal_safe(_inspect_text(args.tokenizer, figures)))
     return 0
 
 
@@ -167,7 +168,7 @@ def _run_compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         "overlap": vocabulary_overlap(a, b),
         "samples": [{"a": sa.to_json(), "b": sb.to_json()} for sa, sb in zip(_samples(a, args), _samples(b, args))],
     }
-    print(json.dumps(figures, indent=2) if args.json else _compare_text(figures))
+    print(json.dumps(figures, indent=2) if args.json else terminal_safe(_compare_text(figures)))
     return 0
 
 

@@ -9,11 +9,16 @@ Every file or directory bpeforge writes goes through here (docs/reliability.md):
   a file only with a file, and a directory only while it holds nothing but what
   bpeforge writes there (its `owned` names): a corpus beside a vocabulary is
   never deleted with it.
-- The writers build the output under a temporary sibling name and rename it
-  into place, so after any failure (a full disk, Ctrl-C, `kill -9`) the old
-  output is byte-identical or the new one is complete. A temporary name holds
-  the writer's process id; a later run for the same target removes the ones
-  whose process is gone (`remove_stale_temporaries`), and nothing else.
+- What the path names decides how it is written (`output_target`): a file or
+  directory, or a symbolic link to one, is replaced where it is (the link is
+  kept); a stream (standard output, a FIFO, a character device such as
+  `/dev/null`) is written through, never replaced; a socket or a disk is refused.
+- The writers build a file or directory under a temporary sibling name and
+  rename it into place, so after any failure (a full disk, Ctrl-C, `kill -9`)
+  the old output is byte-identical or the new one is complete. A temporary
+  name holds the writer's process id; a later run for the same target removes
+  the ones whose process is gone (`remove_stale_temporaries`), and nothing
+  else; a signal's handler removes this process's own (`temporaries`).
 - Errors name the user's path, never the temporary one.
 """
 
@@ -22,23 +27,41 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import re
-import secrets
 import shutil
 import sys
+import tempfile
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 
-# `.NAME.tmp-PID-HEX` (being written) and `.NAME.old-PID-HEX` (a replaced
-# directory on its way out): the only names `remove_stale_temporaries` touches.
-_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>[0-9]+)-[0-9a-f]{12}")
+from bpeforge.formats.output_target import (
+    UnsafeOutputError,
+    describe_stream,
+    output_target,
+)
+from bpeforge.formats.temporaries import (
+    committing,
+    create_registered,
+    register,
+    remove_stale_temporaries,
+    temporary_sibling,
+    unregister,
+)
 
-
-class UnsafeOutputError(ValueError):
-    """An output that would replace or write into something that is not bpeforge's to replace."""
+__all__ = [
+    "UnsafeOutputError",
+    "check_apart_from_inputs",
+    "check_output",
+    "open_atomically",
+    "open_stream",
+    "remove_stale_temporaries",
+    "replaced_atomically",
+    "temporary_sibling",
+    "write_directory_atomically",
+    "write_text_atomically",
+]
 
 
 def check_output(
@@ -52,16 +75,26 @@ def check_output(
     """Refuse an output path that could lose a user's data; return it as a Path.
 
     `directory`: the output is a directory that may be replaced whole while
-    it holds only `owned` names; else it is a file.
+    it holds only `owned` names; else it is a file. A file output may be a
+    stream (standard output, a FIFO, `/dev/null`): it is written through,
+    which replaces nothing, so it needs no `overwrite`.
     """
+    target = output_target(path)
+    if target.is_stream:
+        if directory:
+            what = describe_stream(target.path)
+            raise UnsafeOutputError(f"{target.path} is {what}, not a directory; give a directory path for the output")
+        if target.real.is_file():  # standard output redirected to a file: never one of the inputs
+            check_apart_from_inputs(path, inputs)
+        return target.path
     path = check_apart_from_inputs(path, inputs)
-    if not (path.exists() or path.is_symlink()):
+    if target.kind == "absent":
         return path
     if not overwrite:
         raise FileExistsError(f"{path} already exists; pass --force (in Python: overwrite=True) to replace it")
     if directory:
-        _refuse_a_foreign_directory(path, owned)
-    elif path.is_dir():
+        _refuse_a_foreign_directory(path, target.real, owned)
+    elif target.kind == "directory":
         raise UnsafeOutputError(f"{path} is a directory; give the path of a file to write (a new name, or a file)")
     return path
 
@@ -94,58 +127,18 @@ def _refuse_an_input(path: Path, target: Path, source: Path) -> None:
         raise UnsafeOutputError(f"{path} is inside the input directory {source}; give an output path outside it")
 
 
-def _refuse_a_foreign_directory(path: Path, owned: Collection[str]) -> None:
-    if not path.is_dir() or path.is_symlink():
+def _refuse_a_foreign_directory(path: Path, real: Path, owned: Collection[str]) -> None:
+    if not real.is_dir():
         raise UnsafeOutputError(
             f"{path} is a file, not a directory that bpeforge wrote; it is kept: give a new directory name"
         )
-    foreign = sorted(entry.name for entry in path.iterdir() if entry.name not in owned)
+    foreign = sorted(entry.name for entry in real.iterdir() if entry.name not in owned)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise UnsafeOutputError(
             f"{path} holds files that bpeforge did not write ({shown}); --force / overwrite=True only "
             f"replaces a directory of bpeforge's own outputs: give a new directory name"
         )
-
-
-def temporary_sibling(path: Path, kind: str = "tmp") -> Path:
-    """The name `path` is built under: hidden, beside it, marked with this process."""
-    return path.with_name(f".{path.name}.{kind}-{os.getpid()}-{secrets.token_hex(6)}")
-
-
-def remove_stale_temporaries(path: Path) -> list[Path]:
-    """Remove what killed runs left while writing `path`: temporary siblings
-    of bpeforge's own naming whose process no longer runs. Returns them."""
-    removed = []
-    try:
-        entries = list(path.parent.iterdir())
-    except OSError:
-        return removed
-    for entry in entries:
-        found = _TEMPORARY.fullmatch(entry.name)
-        if not found or found["name"] != path.name or _process_alive(int(found["pid"])):
-            continue
-        try:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
-            removed.append(entry)
-        except OSError:
-            pass  # another run is removing it, or it is not ours to remove: leave it
-    return removed
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True  # someone else's process (or no such pid): not ours to judge
-    return True
 
 
 @contextmanager
@@ -160,7 +153,7 @@ def _named_as(path: Path, staging: Path) -> Iterator[None]:
 
 
 def _create_staging_file(path: Path) -> tuple[int, Path]:
-    """The temporary sibling `path` is built under, created: (fd, its path).
+    """The temporary sibling `path` is built under, created and registered: (fd, its path).
     Leftovers of killed runs for `path` are removed first.
 
     `os.open` with 0o666, not `tempfile.mkstemp`: the file gets the umask
@@ -170,44 +163,109 @@ def _create_staging_file(path: Path) -> tuple[int, Path]:
     staging = temporary_sibling(path)
     with _named_as(path, staging):
         path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), staging
+        fd = create_registered(staging, lambda name: os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    return fd, staging
+
+
+def _discard(staging: Path) -> None:
+    staging.unlink(missing_ok=True)
+    unregister(staging)
 
 
 @contextmanager
 def open_atomically(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """A binary file that becomes `path` (fsynced, renamed) when the block ends;
-    if the block raises, `path` is untouched and the temporary is removed."""
-    path = Path(path)
-    fd, staging = _create_staging_file(path)
+    if the block raises, `path` is untouched and the temporary is removed.
+
+    A symbolic link's target is what is replaced. A stream (`output_target`)
+    is never replaced: the file is built in the system's temporary directory
+    (the writer may seek, as the `.npy` writer does to write its header last)
+    and copied to the stream when the block ends."""
+    target = output_target(path)
+    if target.is_stream:
+        with tempfile.TemporaryFile(prefix="bpeforge-") as f:  # no name: nothing to leave behind
+            yield f
+            f.seek(0)
+            with open_stream(target.path) as stream:
+                shutil.copyfileobj(f, stream, _COPY_BYTES)
+        return
+    fd, staging = _create_staging_file(target.real)
     try:
-        with os.fdopen(fd, "wb") as f, _named_as(path, staging):
+        with os.fdopen(fd, "wb") as f, _named_as(target.path, staging):
             yield f
             f.flush()
             os.fsync(f.fileno())
-        with _named_as(path, staging):
-            os.replace(staging, path)
+        with _named_as(target.path, staging), committing():
+            os.replace(staging, target.real)
+            unregister(staging)
     except BaseException:
-        staging.unlink(missing_ok=True)
+        _discard(staging)
         raise
+
+
+_COPY_BYTES = 1 << 20
+
+
+@contextmanager
+def open_stream(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A stream output opened for writing: one of this process's descriptors
+    (duplicated, so closing it leaves standard output open), or a FIFO or a
+    character device opened by name. Errors name `path`."""
+    target = output_target(path)
+    if not target.is_stream:
+        raise UnsafeOutputError(f"{target.path} is not a stream (standard output, a FIFO or a device)")
+    try:
+        if target.descriptor is not None:
+            stream = os.fdopen(os.dup(target.descriptor), "wb")
+        else:
+            stream = open(target.path, "wb")  # noqa: SIM115 (closed below; a FIFO's open waits for a reader)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write {target.path}: {err.strerror or err}", os.fspath(target.path)) from None
+    with stream, _named_as(target.path, target.path):
+        yield stream
 
 
 @contextmanager
 def replaced_atomically(path: Path) -> Iterator[Path]:
-    """A temporary sibling path for a writer that takes a path (the Rust core,
+    """A temporary path for a writer that takes a path (the Rust core,
     matplotlib): fsynced and renamed to `path` when the block ends, removed if
-    it raises, so `path` is the old file or the complete new one."""
-    path = Path(path)
-    fd, staging = _create_staging_file(path)
-    os.close(fd)
+    it raises, so `path` is the old file or the complete new one. A symbolic
+    link's target is what is replaced; a stream gets the written file's bytes.
+
+    The path is inside a temporary folder beside `path` (in the system's
+    temporary directory for a stream): a signal's cleanup renames the folder
+    away, so a writer that creates the file by name after it cannot leave one."""
+    target = output_target(path)
+    if target.is_stream:
+        folder = _create_staging_folder(Path(tempfile.gettempdir()) / "bpeforge")
+    else:
+        folder = _create_staging_folder(target.real)
+    staging = folder / ("output" if target.is_stream else target.real.name)
     try:
-        with _named_as(path, staging):
+        with _named_as(target.path, staging):
             yield staging
+            if target.is_stream:
+                with open(staging, "rb") as f, open_stream(target.path) as stream:
+                    shutil.copyfileobj(f, stream, _COPY_BYTES)
+                return
             with open(staging, "rb") as f:
                 os.fsync(f.fileno())
-            os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
+            with committing():
+                os.replace(staging, target.real)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        unregister(folder)
+
+
+def _create_staging_folder(path: Path) -> Path:
+    """The temporary folder beside `path`, created (0o700: its file is the user's until renamed) and
+    registered. Leftovers of killed runs for `path` are removed first."""
+    remove_stale_temporaries(path)
+    folder = temporary_sibling(path)
+    with _named_as(path, folder):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        create_registered(folder, lambda name: name.mkdir(mode=0o700))
+    return folder
 
 
 def write_text_atomically(
@@ -233,21 +291,22 @@ def write_directory_atomically(
     An existing directory is replaced only with `overwrite` and only while it
     holds nothing but `owned` names and the names in `files`.
     """
-    directory = Path(directory)
-    check_output(directory, inputs=inputs, overwrite=overwrite, directory=True, owned={*owned, *files})
-    remove_stale_temporaries(directory)
-    staging = temporary_sibling(directory)
+    directory = check_output(directory, inputs=inputs, overwrite=overwrite, directory=True, owned={*owned, *files})
+    real = output_target(directory).real  # a symbolic link's target is replaced; the link is kept
+    remove_stale_temporaries(real)
+    staging = temporary_sibling(real)
     with _named_as(directory, staging):
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging.mkdir()  # mode 0o777 less the umask, as mkdir gives
+        real.parent.mkdir(parents=True, exist_ok=True)
+        create_registered(staging, Path.mkdir)  # mode 0o777 less the umask, as mkdir gives
     try:
         with _named_as(directory, staging):
             for name, text in files.items():
                 _write_synced(staging / name, text)
-            _swap_into_place(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+            with committing():
+                _swap_into_place(staging, real)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # after a swap: the old directory
+        unregister(staging)
     return directory
 
 
@@ -275,12 +334,13 @@ def _swap_into_place(staging: Path, directory: Path) -> None:
         os.rename(staging, directory)
         return
     if _exchange(staging, directory):
-        shutil.rmtree(staging, ignore_errors=True)
-        return
+        return  # the old directory is now under the staging name, removed by the caller
     retired = temporary_sibling(directory, "old")
+    register(retired)
     os.rename(directory, retired)
     os.rename(staging, directory)
     shutil.rmtree(retired, ignore_errors=True)
+    unregister(retired)
 
 
 def _exchange(a: Path, b: Path) -> bool:

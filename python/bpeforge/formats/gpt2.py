@@ -181,6 +181,7 @@ def load_merges(path: str | os.PathLike[str]) -> Merges:
 
 def load_meta(directory: str | os.PathLike[str]) -> dict:
     """`bpeforge.json` of a directory written by `save`; GPT-2's defaults for a bare GPT-2 directory."""
+    _check_tokenizer_directory(Path(directory))
     path = Path(directory) / META_FILE
     if not path.exists():
         warnings.warn(
@@ -201,6 +202,21 @@ def load_meta(directory: str | os.PathLike[str]) -> dict:
     if not isinstance(pattern, str):
         raise ValueError(f"{path}: pattern must be a string, got {pattern!r}")
     return {"special_tokens": specials, "pattern": pattern}
+
+
+def _check_tokenizer_directory(directory: Path) -> None:
+    """A missing path or one without the two files is named first: before this, `load("missing")` warned that
+    it had no bpeforge.json before the error that it did not exist."""
+    what = (
+        f"give a tokenizer directory (written by `bpeforge train` or `save`, or GPT-2's {VOCAB_FILE} and {MERGES_FILE})"
+    )
+    if not directory.exists():
+        raise FileNotFoundError(f"{directory} does not exist; {what}")
+    if not directory.is_dir():
+        raise NotADirectoryError(f"{directory} is a file, not a directory; {what}")
+    missing = [name for name in (VOCAB_FILE, MERGES_FILE) if not (directory / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} has no {' and no '.join(missing)}; {what}")
 
 
 def load_special_tokens(directory: str | os.PathLike[str]) -> list[str]:

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
+import lzma
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bpeforge import _core
-from bpeforge.formats.atomic import write_text_atomically
+from bpeforge.formats.atomic import check_output, open_atomically
 from bpeforge.formats.parts import Merges, PathLike, TokenizerParts, check_unique_bytes, ordinary_tokens, special_ids
 
 if TYPE_CHECKING:
@@ -48,10 +50,35 @@ def save_tiktoken(tokenizer: Tokenizer, path: PathLike, *, overwrite: bool = Fal
     `special_tokens=tiktoken_special_tokens(tokenizer)` to `tiktoken.Encoding`,
     and `special_tokens=` to `load_tiktoken`). Raises ValueError when tiktoken, which merges by the
     rank of the merged token, would encode differently (see the module docstring).
+    A name ending in `.gz`, `.xz` or `.zst` is written compressed so, as `load_tiktoken` reads it
+    (tiktoken itself reads only plain files).
     """
     ranks = tiktoken_ranks(tokenizer)
-    lines = [f"{base64.b64encode(token).decode('ascii')} {rank}\n" for token, rank in ranks.items()]
-    return write_text_atomically(Path(path), "".join(lines), overwrite=overwrite)
+    text = "".join(f"{base64.b64encode(token).decode('ascii')} {rank}\n" for token, rank in ranks.items())
+    path = check_output(path, overwrite=overwrite)
+    with open_atomically(path) as f:
+        f.write(_compressed_as_named(path, text.encode("ascii")))
+    return path
+
+
+def _compressed_as_named(path: Path, data: bytes) -> bytes:
+    """`data` compressed as the suffix of `path` says (no timestamp in a .gz: the same tokenizer gives the
+    same bytes); plain for any other name. A `.tiktoken.gz` was written as plain text under that name."""
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        return gzip.compress(data, mtime=0)
+    if suffix == ".xz":
+        return lzma.compress(data)
+    if suffix == ".zst":
+        try:
+            import zstandard
+        except ImportError:
+            raise ImportError(
+                f"{path}: writing a .zst file needs the zstandard package (pip install zstandard); "
+                "or give a .tiktoken, .gz or .xz name"
+            ) from None
+        return zstandard.ZstdCompressor().compress(data)
+    return data
 
 
 def tiktoken_ranks(tokenizer: Tokenizer) -> dict[bytes, int]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bpeforge.formats.atomic import write_text_atomically
+from bpeforge.inspection.terminal_text import terminal_safe
 from bpeforge.inspection.token_text import show_token
 from bpeforge.tokenizer import Tokenizer
 
@@ -50,10 +51,11 @@ def pieces(tokenizer: Tokenizer, text: str) -> list[Piece]:
 
 
 def terminal(pieces_: list[Piece], *, color: bool) -> str:
-    """Pieces on coloured backgrounds (or between `|` without colour), then their ids."""
+    """Pieces on coloured backgrounds (or between `|` without colour), then their ids. Control characters
+    and bidirectional overrides are shown as visible stand-ins, never sent to the terminal."""
     shown = []
     for index, piece in enumerate(pieces_):
-        text = _cut(piece.text).replace("\n", "↵\n").replace("\t", "→")
+        text = terminal_safe(_cut(piece.text).replace("\n", "↵\n").replace("\t", "→"), keep="\n")
         if color:
             shown.append(f"\x1b[30;48;5;{ANSI_BACKGROUNDS[index % len(ANSI_BACKGROUNDS)]}m{text}\x1b[0m")
         else:
@@ -105,7 +107,7 @@ hover a token for its ids</header>
 def _span(index: int, piece: Piece) -> str:
     ids = " ".join(str(i) for i in piece.ids)
     tip = f"id {ids}  {show_token(piece.raw)}"
-    text = html.escape(_cut(piece.text)).replace("\n", '<span class="nl">↵</span>\n')
+    text = html.escape(terminal_safe(_cut(piece.text))).replace("\n", '<span class="nl">↵</span>\n')
     return f'<span class="t c{index % len(PALETTE)}" id="t{index}" data-tip="{html.escape(tip)}">{text}</span>'
 
 
