@@ -1,4 +1,4 @@
-"""Generate crates/bpeforge/src/unicode_tables.rs from the Python `regex` package.
+"""Generate crates/bpeforge/src/pretokenize/unicode_tables.rs from the Python `regex` package.
 
 The preset patterns are defined by the semantics of `regex` (DESIGN §1.1.2), so
 the character classes our scanners use are read off `regex` itself rather than
@@ -8,7 +8,7 @@ construction, whatever Unicode version it has. `tests/test_pretokenize.py` and
 `tests/test_scanners.py` re-check every code point against the installed
 `regex`, so a drift after upgrading `regex` fails loudly.
 
-Run: python scripts/gen_unicode_tables.py > crates/bpeforge/src/unicode_tables.rs
+Run: python scripts/gen_unicode_tables.py > crates/bpeforge/src/pretokenize/unicode_tables.rs
 """
 
 import regex

@@ -1,7 +1,7 @@
 """The hand-written preset scanners against the Python `regex` package (issue 12).
 
 Each preset ("gpt2", "cl100k", "o200k", "llama3", "qwen2") runs on its own
-scanner (crates/bpeforge/src/scan/), whose character classes are generated
+scanner (crates/bpeforge/src/pretokenize/scan/), whose character classes are generated
 from `regex` itself (scripts/gen_unicode_tables.py). The contract: the pieces
 are exactly `[m.group(0) for m in regex.finditer(PATTERNS[preset], text)]`,
 on every input, including the ~4,700 code points that Unicode 17.0 (regex's)
@@ -104,7 +104,7 @@ def test_every_code_point_at_the_end_and_alone(preset):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_general_punctuation_at_every_offset_of_a_window(preset):
     # GPT-2's block scanner reads 64 bytes and one more at a time, and passes U+2000..U+203F but the
-    # spaces (E2 80 xx: ’ “ ” — …) as "other" bytes (crates/bpeforge/src/scan/blocks.rs): each of these
+    # spaces (E2 80 xx: ’ “ ” — …) as "other" bytes (crates/bpeforge/src/pretokenize/scan/blocks.rs): each of these
     # code points after ASCII of every length up to past the first window, the text ending at or
     # after it, before letters, spaces, a contraction and more of the block.
     prefixes = ["x" * 70, "it's a " * 10, " " * 70, "1, " * 24]
@@ -143,7 +143,7 @@ def test_presets_follow_regex_not_fancy_regex_where_unicode_versions_differ(pres
 # --------------------------------------------------------------------------
 
 # The General Punctuation spaces (U+2009, U+202F, U+2028) next to the punctuation GPT-2's block
-# scanner passes (U+2000..U+203F but the spaces: ’ “ ” — …, crates/bpeforge/src/scan/blocks.rs).
+# scanner passes (U+2000..U+203F but the spaces: ’ “ ” — …, crates/bpeforge/src/pretokenize/scan/blocks.rs).
 WHITESPACE = [
     " ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", " \n", "\xa0", "\u3000", "\x1c", "\x00", "\u2009", "\u202f", "\u2028",
 ]  # fmt: skip

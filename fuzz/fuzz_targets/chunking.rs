@@ -11,8 +11,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
-use bpeforge::chunking::ChunkReader;
-use bpeforge::specials::SpecialSplitter;
+use bpeforge::ChunkReader;
+use bpeforge::SpecialSplitter;
 use bpeforge::{Error, Pattern};
 use bpeforge_fuzz::{items, split_fields};
 use libfuzzer_sys::fuzz_target;

@@ -5,7 +5,7 @@
 //! `merge_counts` does) must not overflow silently.
 #![no_main]
 
-use bpeforge::train::CountsFile;
+use bpeforge::CountsFile;
 use bpeforge_fuzz::CappedAlloc;
 use libfuzzer_sys::fuzz_target;
 

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
-use bpeforge::encode::EncodeState;
-use bpeforge::pretokenize::Gpt2Splitter;
+use bpeforge::EncodeState;
+use bpeforge::Gpt2Splitter;
 use bpeforge::{Encoder, Error, Pattern, Vocabulary};
 use bpeforge_fuzz::{reference_bpe, reference_special_split, split_fields};
 use libfuzzer_sys::fuzz_target;

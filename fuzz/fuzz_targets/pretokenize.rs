@@ -8,8 +8,8 @@
 
 use std::sync::OnceLock;
 
-use bpeforge::pattern::PRESETS;
-use bpeforge::pretokenize::{is_split_point, Gpt2Splitter};
+use bpeforge::PRESETS;
+use bpeforge::{is_split_point, Gpt2Splitter};
 use bpeforge::Pattern;
 use libfuzzer_sys::fuzz_target;
 

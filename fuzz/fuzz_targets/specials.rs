@@ -7,7 +7,7 @@
 //! corpus the same way).
 #![no_main]
 
-use bpeforge::specials::{Piece, SpecialSplitter};
+use bpeforge::{Piece, SpecialSplitter};
 use bpeforge_fuzz::{reference_special_split, utf8_fields};
 use libfuzzer_sys::fuzz_target;
 

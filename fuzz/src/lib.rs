@@ -4,7 +4,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 
-use bpeforge::specials::{Piece, SpecialSplitter};
+use bpeforge::{Piece, SpecialSplitter};
 use bpeforge::Pattern;
 
 /// The byte that separates fields of a fuzz input: it never occurs in UTF-8.

@@ -8,8 +8,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 
-use bpeforge::specials::SpecialSplitter;
-use bpeforge::train::{self, count::add_texts, CountSettings, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::SpecialSplitter;
+use bpeforge::{add_texts, CountSettings, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::{Error, Pattern};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -87,7 +87,7 @@ impl PyCounts {
             profile: false,
         };
         let sources = to_sources(paths);
-        let (inner, _, _) = run_detached(py, &observer, || train::count(&sources, &settings, &observer))?;
+        let (inner, _, _) = run_detached(py, &observer, || bpeforge::count(&sources, &settings, &observer))?;
         Ok(Self { inner })
     }
 
@@ -97,7 +97,7 @@ impl PyCounts {
         let texts = documents(texts)?;
         let specials = SpecialSplitter::new(&self.inner.special_tokens).map_err(to_py_err)?;
         let pattern = Pattern::new(&self.inner.pattern).map_err(to_py_err)?;
-        let pool = train::build_pool(noted_threads(py, num_threads)?).map_err(to_py_err)?;
+        let pool = bpeforge::build_pool(noted_threads(py, num_threads)?).map_err(to_py_err)?;
         let inner = &mut self.inner;
         py.detach(|| {
             add_texts(&mut inner.counts, &texts, &specials, &pattern, &pool)?;
@@ -182,14 +182,14 @@ impl PyCounts {
         let counted = self.inner.clone();
         match base {
             None => {
-                let result = run_detached(py, &observer, || train::train_from_counts(counted, &options, &observer))?;
+                let result = run_detached(py, &observer, || bpeforge::train_from_counts(counted, &options, &observer))?;
                 train_result_to_py(py, result)
             }
             Some(base) => {
                 let base = base.encoder().clone();
                 let extension = run_detached(py, &observer, || {
-                    let pool = train::build_pool(options.num_threads)?;
-                    train::extend::extend_from_counts(counted, &options, &base, &pool, &observer)
+                    let pool = bpeforge::build_pool(options.num_threads)?;
+                    bpeforge::extend_from_counts(counted, &options, &base, &pool, &observer)
                 })?;
                 extension_to_py(py, &extension)
             }

@@ -8,12 +8,12 @@ use std::panic::resume_unwind;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bpeforge::append_file::Appender;
-use bpeforge::bpe::{encode_piece, Scratch};
-use bpeforge::cache::DEFAULT_CACHE_BYTES;
-use bpeforge::encode::{BatchText, EncodeState};
-use bpeforge::encode_files::{encode_files, Sink, ENCODE_CHUNK_SIZE};
-use bpeforge::packed_ids::PackedIds;
+use bpeforge::Appender;
+use bpeforge::PackedIds;
+use bpeforge::DEFAULT_CACHE_BYTES;
+use bpeforge::{encode_files, Sink, ENCODE_CHUNK_SIZE};
+use bpeforge::{encode_piece, Scratch};
+use bpeforge::{BatchText, EncodeState};
 use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -164,7 +164,7 @@ impl PyEncoder {
         allowed: Option<&[bool]>,
     ) -> PyResult<Vec<u32>> {
         let mut source = Utf8Stream::new(text, &self.last_transcoded)?;
-        let mut ids = bpeforge::encode::ids_buffer(source.bytes_hint());
+        let mut ids = bpeforge::ids_buffer(source.bytes_hint());
         let (mut pooled, mut lookup_only);
         let state: &mut EncodeState = if fill_cache {
             pooled = self.inner.pooled_state();
@@ -300,7 +300,7 @@ impl PyEncoder {
         // Room for the whole batch at once (reserved group by group, it grew
         // by `mremap` and faulted in every 4 KiB page).
         let room = texts.iter().map(WorkerUtf8::id_room_bytes).sum();
-        let mut all = bpeforge::encode::ids_buffer(room);
+        let mut all = bpeforge::ids_buffer(room);
         let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
         let pool = pool_for(num_threads)?;
         for group in groups_by_weight(&texts, BATCH_CHECK_BYTES) {

@@ -3,7 +3,7 @@
 //! more than GPT-2's vocabulary and merges. Frozen and shared by threads;
 //! every method that encodes releases the GIL.
 
-use bpeforge::hf::{HfTokenizer, Workspace};
+use bpeforge::{HfTokenizer, Workspace};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 use rayon::prelude::*;

@@ -1,10 +1,10 @@
 //! Ids handed to NumPy without a copy.
 //!
-//! Until the eighth session `encode_to_numpy` copied the encoder's `Vec<u32>`
-//! into a new `bytearray` for `numpy.frombuffer`: 10.6 MB written again and
-//! its fresh pages faulted in, 3-4 ms of a 22 ms warm call on 10 MB of text.
-//! The stable ABI (abi3, Python 3.9) has no buffer protocol for classes
-//! defined here, but NumPy reads any object's `__array_interface__` (a
+//! Why: copying the encoder's `Vec<u32>` into a new `bytearray` for
+//! `numpy.frombuffer` wrote 10.6 MB again and faulted in its fresh pages,
+//! 3-4 ms of a 22 ms warm call on 10 MB of text. The stable ABI (abi3,
+//! Python 3.9) has no buffer protocol for classes defined here, but NumPy
+//! reads any object's `__array_interface__` (a
 //! pointer, a shape and a type), and the array it makes keeps that object as
 //! its `base`: the ids stay where the encoder wrote them, alive as long as
 //! the array.
@@ -60,7 +60,7 @@ impl Drop for IdArray {
         // apart in `new`, put back together once, here (NumPy no longer
         // holds the array: it was this object's last reference).
         let ids = unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.capacity) };
-        bpeforge::recycled::give_back(ids);
+        bpeforge::give_back(ids);
     }
 }
 

@@ -20,8 +20,8 @@ mod utf8_stream;
 
 use std::path::PathBuf;
 
-use bpeforge::train::{Extension, Merge, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::Pattern;
+use bpeforge::{Extension, Merge, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::{TrainResult, TrainStats};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
@@ -31,7 +31,7 @@ use encoder::PyEncoder;
 use observer::PyObserver;
 
 /// Train; returns `(vocab bytes by id, merges as (left, right), stats dict)`.
-/// With `base`, continue training it instead (`train::extend`): returns
+/// With `base`, continue training it instead (`bpeforge::extend`): returns
 /// `([(id, bytes)], new merges, stats dict)`, and `vocab_size` counts every
 /// token, the base's included.
 #[pyfunction]
@@ -71,8 +71,7 @@ fn train<'py>(
         }
         Some(base) => {
             let base = base.encoder().clone();
-            let extension =
-                run_detached(py, &observer, || bpeforge::train::extend(&paths, &options, &base, &observer))?;
+            let extension = run_detached(py, &observer, || bpeforge::extend(&paths, &options, &base, &observer))?;
             extension_to_py(py, &extension)
         }
     }
@@ -131,10 +130,10 @@ fn pretokenize<'t>(text: &'t str, pattern: &str) -> PyResult<Vec<&'t str>> {
 }
 
 /// The canonical name of the preset `pattern` spells, or the regex itself; a
-/// misspelt preset is a ValueError (`bpeforge::pattern_names`).
+/// misspelt preset is a ValueError (`bpeforge::resolve_pattern`).
 #[pyfunction]
 fn resolve_pattern(pattern: &str) -> PyResult<String> {
-    bpeforge::pattern_names::resolve(pattern).map(str::to_string).map_err(errors::to_py_err)
+    bpeforge::resolve_pattern(pattern).map(str::to_string).map_err(errors::to_py_err)
 }
 
 /// The merges a tiktoken rank table implies, in rank order (see `bpeforge::ranks`).
@@ -143,13 +142,13 @@ fn merges_from_ranks<'py>(py: Python<'py>, ranks: Vec<(Bound<'py, PyBytes>, u32)
     // Each merge is made of the `bytes` objects given (as the vocabulary holds
     // them), not of new ones: 400 K fewer objects for o200k.
     let tokens: Vec<(&[u8], u32)> = ranks.iter().map(|(token, rank)| (token.as_bytes(), *rank)).collect();
-    let splits = py.detach(|| bpeforge::ranks::merge_splits(&tokens)).map_err(errors::to_py_err)?;
+    let splits = py.detach(|| bpeforge::merge_splits(&tokens)).map_err(errors::to_py_err)?;
     match splits {
         Some(splits) => PyList::new(py, splits.iter().map(|&(left, right)| (&ranks[left].0, &ranks[right].0))),
         // A part that is no token (a file lacking a byte): the merges as bytes, so that building the
         // vocabulary names what is missing. Only such files are split twice.
         None => {
-            let merges = py.detach(|| bpeforge::ranks::merges_from_ranks(&tokens)).map_err(errors::to_py_err)?;
+            let merges = py.detach(|| bpeforge::merges_from_ranks(&tokens)).map_err(errors::to_py_err)?;
             byte_pairs_to_py(py, &merges)
         }
     }
@@ -162,10 +161,10 @@ fn byte_pairs_to_py<'py>(py: Python<'py>, pairs: &[(Vec<u8>, Vec<u8>)]) -> PyRes
 
 /// GPT-2's `vocab.json` and `merges.txt` contents as `([(id, token)], [(left, right)])`, or None when
 /// either holds anything unusual: the Python reader then decides and names the problem (see
-/// `bpeforge::gpt2_files`).
+/// `bpeforge::parse_vocab`).
 #[pyfunction]
 fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    use bpeforge::gpt2_files::{parse_merges, parse_vocab};
+    use bpeforge::{parse_merges, parse_vocab};
     let Some((vocab, merges)) = py.detach(|| Some((parse_vocab(vocab)?, parse_merges(merges)?))) else {
         return Ok(None);
     };
@@ -175,10 +174,10 @@ fn parse_gpt2_files<'py>(py: Python<'py>, vocab: &[u8], merges: &[u8]) -> PyResu
 }
 
 /// A `.tiktoken` file's contents as `[(token, rank)]` in rank order, or None when it holds anything
-/// unusual: the Python reader then decides and names the line (see `bpeforge::rank_file`).
+/// unusual: the Python reader then decides and names the line (see `bpeforge::parse_rank_file`).
 #[pyfunction]
 fn parse_rank_file<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
-    let Some(ranks) = py.detach(|| bpeforge::rank_file::parse_rank_file(data)) else {
+    let Some(ranks) = py.detach(|| bpeforge::parse_rank_file(data)) else {
         return Ok(None);
     };
     Ok(Some(PyList::new(py, ranks.iter().map(|(token, rank)| (PyBytes::new(py, token), *rank)))?))
@@ -200,6 +199,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add_function(wrap_pyfunction!(pools::py_max_threads, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
-    m.add("PATTERNS", bpeforge::pattern::PRESETS)?;
+    m.add("PATTERNS", bpeforge::PRESETS)?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use bpeforge::threads::{max_threads, thread_count, CallPool};
+use bpeforge::{max_threads, thread_count, CallPool};
 use pyo3::prelude::*;
 
 use crate::errors::to_py_err;

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use bpeforge::input::open_input;
+use bpeforge::open_input;
 use bpeforge::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

@@ -3,9 +3,8 @@
 
 use std::path::PathBuf;
 
-use bpeforge::chunking::Source;
-use bpeforge::shards;
 use bpeforge::Pattern;
+use bpeforge::Source;
 use pyo3::prelude::*;
 
 use crate::errors::to_py_err;
@@ -41,7 +40,7 @@ pub fn plan_shards(
     pattern: &str,
 ) -> PyResult<Vec<Option<(u64, u64)>>> {
     let cut_before = Pattern::new(pattern).map_err(to_py_err)?.cut_before();
-    let planned = py.detach(|| shards::plan_shards(&path, target, &special_tokens, cut_before));
+    let planned = py.detach(|| bpeforge::plan_shards(&path, target, &special_tokens, cut_before));
     let ranges = planned.map_err(to_py_err)?.into_iter().map(|s| s.range.map(|r| (r.start, r.end)));
     Ok(ranges.collect())
 }

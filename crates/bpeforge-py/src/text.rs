@@ -4,7 +4,7 @@
 //! 3.9+). There PyO3 gets a `str`'s UTF-8 by encoding it to a new `bytes`
 //! object and copying that into a `String`: two copies of the text per call,
 //! which made `encode_to_numpy` on 10 MB of new ASCII text 40% slower than a
-//! version-specific build (47-52 against 33-34 ms). CPython keeps a `str`'s
+//! version-specific build. CPython keeps a `str`'s
 //! UTF-8 form (ASCII strings are their own UTF-8) and hands it out with
 //! `PyUnicode_AsUTF8AndSize`: in the stable ABI from 3.10, and exported by
 //! every CPython since 3.3, 3.9 included, so it links and runs on all the
@@ -21,8 +21,8 @@ use std::ffi::c_char;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
-use bpeforge::encode::BatchText;
-use bpeforge::{huge_pages, utf32};
+use bpeforge::BatchText;
+use bpeforge::{push_utf8, vec_with_capacity};
 use pyo3::exceptions::PySystemError;
 use pyo3::ffi::{self, PyObject, Py_ssize_t};
 use pyo3::intern;
@@ -288,7 +288,7 @@ impl Transcoder {
         if self.out.capacity() == 0 {
             // Mostly ASCII text fits at once; anything wider grows the buffer.
             let expected = self.expected_chars;
-            self.out = huge_pages::vec_with_capacity(expected + expected / 8 + 4 * CHUNK_CHARS);
+            self.out = vec_with_capacity(expected + expected / 8 + 4 * CHUNK_CHARS);
         }
         self.code_points.resize(CHUNK_CHARS.min(chars.len()).max(self.code_points.len()), 0);
         let begin = self.out.len();
@@ -305,7 +305,7 @@ impl Transcoder {
                 let error = PyErr::take(text.py());
                 return Err(error.unwrap_or_else(|| PySystemError::new_err("PyUnicode_AsUCS4 failed")));
             }
-            if utf32::push_utf8(&self.code_points[..end - start], &mut self.out).is_err() {
+            if push_utf8(&self.code_points[..end - start], &mut self.out).is_err() {
                 self.out.truncate(begin);
                 return Ok(None);
             }

@@ -2,7 +2,7 @@
 //! held once.
 //!
 //! A merge's two sides are tokens of the vocabulary, and the core shares
-//! their bytes (`bpeforge::train::merge::Learned::tokens`). Here too: a side
+//! their bytes (the trainer's `Learned::tokens`). Here too: a side
 //! is the vocabulary's own `bytes` object, found by where its bytes lie, not
 //! a copy; and each token's Rust bytes are freed as soon as its `bytes`
 //! object is made, so the two copies never coexist whole. On one long
@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bpeforge::train::Merge;
+use bpeforge::Merge;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 

@@ -11,13 +11,13 @@
 //! time (Unix), so that other processes on a busy machine do not count. The text is scanned whole, as
 //! one document (special tokens are text here). A mismatch with fancy-regex
 //! is reported with its first differing piece: expected only on the code
-//! points Unicode 17.0 newly assigned (see `pattern.rs`).
+//! points Unicode 17.0 newly assigned (see `pretokenize/pattern.rs`).
 
 use std::io::Read;
 use std::path::Path;
 
-use bpeforge::pattern::PRESETS;
 use bpeforge::Pattern;
+use bpeforge::PRESETS;
 
 /// Seconds this thread has run on a CPU (`CLOCK_THREAD_CPUTIME_ID`), so that
 /// other processes on a busy machine do not count.
@@ -54,7 +54,7 @@ fn main() {
     }
 
     let mut bytes = Vec::new();
-    bpeforge::input::open_input(Path::new(&path)).expect("open").read_to_end(&mut bytes).expect("read");
+    bpeforge::open_input(Path::new(&path)).expect("open").read_to_end(&mut bytes).expect("read");
     if let Some(mb) = limit_mb {
         let mut end = ((mb * 1e6) as usize).min(bytes.len());
         while end < bytes.len() && (bytes[end] & 0xC0) == 0x80 {

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use bpeforge::bpe::{encode_piece, Scratch};
+use bpeforge::{encode_piece, Scratch};
 
 #[path = "shared/tables.rs"]
 mod tables;

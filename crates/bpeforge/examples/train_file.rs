@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use bpeforge::train::TrainOptions;
+use bpeforge::TrainOptions;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

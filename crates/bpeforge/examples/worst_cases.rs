@@ -1,5 +1,5 @@
 //! Worst-case inputs for every preset, at two sizes, and how the time grows
-//! between them (issue 12: 0.25 MB -> 1 MB at most 4.5x; 4.0 is linear).
+//! between them (the bound: 0.25 MB -> 1 MB at most 4.5x; 4.0 is linear).
 //!
 //! `cargo run --release --example worst_cases -- [DATA] [--runs N] [--small BYTES] [--large BYTES] [--dump DIR] [PRESET|INPUT...]`
 //!
@@ -178,7 +178,7 @@ fn base64(text: &str) -> Vec<u8> {
 
 fn tiktoken_vocab(path: &Path) -> Vocabulary {
     let mut text = String::new();
-    bpeforge::input::open_input(path).expect("rank file").read_to_string(&mut text).expect("read");
+    bpeforge::open_input(path).expect("rank file").read_to_string(&mut text).expect("read");
     let ranks: Vec<(Vec<u8>, u32)> = text
         .lines()
         .filter(|line| !line.is_empty())
@@ -187,7 +187,7 @@ fn tiktoken_vocab(path: &Path) -> Vocabulary {
             (base64(token), rank.parse().expect("rank"))
         })
         .collect();
-    let merges = bpeforge::ranks::merges_from_ranks(&ranks).expect("merges");
+    let merges = bpeforge::merges_from_ranks(&ranks).expect("merges");
     let entries = ranks.into_iter().map(|(token, rank)| (rank, token)).collect();
     Vocabulary::new(entries, &merges).expect("vocab")
 }

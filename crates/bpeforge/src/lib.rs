@@ -1,82 +1,65 @@
 //! bpeforge: byte-level BPE training and encoding in pure Rust.
 //!
 //! No Python here: `crates/bpeforge-py` is the thin PyO3 layer over this crate.
-//! Map of the crate, one concept per module:
-//! - `pattern`: the pre-tokenizer (a preset's scanner, or a custom regex);
-//! - `pattern_names`: presets by any spelling, misspelt ones refused;
-//! - `scan`: the presets (gpt2, cl100k, o200k, llama3, qwen2) as hand-written scanners;
-//! - `pretokenize`: the GPT-2 scanner as an iterator, and where a text may be cut;
-//! - `charclass` + `unicode_tables`: their character classes, generated from `regex`;
-//! - `specials`: splitting on special tokens, longest first;
-//! - `chunking`: reading files in chunks cut where the result cannot change;
-//! - `shards`: byte ranges of a big file to count or encode on other machines;
-//! - `train`: counting and the merge loop;
-//! - `vocab`, `bpe`, `encode`: lookup tables, merges inside a pre-token, the encoder;
-//! - `rank_sweep`: `bpe`'s path for pre-tokens over 1 KiB (issue 12's worst cases: 1 MB of one letter);
-//! - `char_merges`: which characters a pre-token may start its merges from as tokens, provably unchanged ids;
-//! - `min_tree`: the tournament tree `bpe`'s merge loop takes the lowest rank from (pieces of 33-1024 bytes);
-//! - `pair_filter`: a Bloom filter that answers "no merge" for most pairs before the merge table;
-//! - `ranks`: the merges a tiktoken rank table implies;
-//! - `hf`: a byte-level BPE `tokenizer.json` of HF `tokenizers`, its whole pipeline run with its ids;
-//! - `gpt2_files`, `rank_file`: GPT-2's `vocab.json` and `merges.txt`, and tiktoken's rank files, read
-//!   without Python;
-//! - `piece_table`, `cache`, `shared_long`: the encoder's piece caches: a thread's own, and
-//!   the one kept across calls and shared by threads (and its level for long pieces);
-//! - `seeds`: the vocabulary's tokens a thread's piece table starts with, so first calls merge less;
-//! - `prefetch`: the cache hint the encoder's tables and the merge loop use;
-//! - `recycled`: large id buffers NumPy gave back, kept for the next call (pages already mapped);
-//! - `utf32`: UTF-8 from code points, for Python `str`s the binding reads as code points;
-//! - `packed_ids`: ids as the little-endian bytes of a token file (uint32 lent, not copied);
-//! - `threads`: how many threads a call runs on (at most the cores), in pools that end with the call;
-//! - `progress`, `error`: how work reports, stops and fails;
-//! - `test_rng` (tests only): the seeded xorshift the tests draw random inputs from.
+//! Each folder is one concept:
+//! - `pretokenize/`: the pre-tokenizer (presets' scanners, custom regexes,
+//!   special tokens, where a text may be cut);
+//! - `bpe/`: the vocabulary and the merges inside one pre-token;
+//! - `encode/`: the encoder, its piece caches (`encode/cache/`) and the
+//!   encoding of files;
+//! - `train/`: counting pre-tokens and the merge loop;
+//! - `formats/`: GPT-2's and tiktoken's tokenizer files;
+//! - `hf/`: a byte-level BPE `tokenizer.json` of HF `tokenizers`, its whole
+//!   pipeline (normalizers, pre-tokenizers, added tokens, post-processors) run
+//!   with its ids;
+//! - `io/`: reading inputs in chunks, shards, writing outputs;
+//! - `util/`: building blocks with no tokenizer knowledge (threads, prefetch,
+//!   packed keys, buffers);
+//! - `progress`, `error`: how work reports, stops and fails.
+//!
+//! The modules are private to the crate; what the binding, the examples and
+//! the fuzzers use is re-exported below, in one place.
 
-pub mod append_file;
-pub mod bpe;
-pub mod cache;
-pub mod char_merges;
-pub mod charclass;
-pub mod chunking;
-pub mod encode;
-pub mod encode_files;
-pub mod error;
-pub mod gpt2_files;
-pub mod hf;
-pub mod huge_pages;
-pub mod input;
-pub mod long_pieces;
-mod min_tree;
-pub mod packed;
-pub mod packed_ids;
-mod pair_filter;
-pub mod pattern;
-pub mod pattern_names;
-pub mod piece_table;
-pub mod prefetch;
-pub mod pretokenize;
-pub mod progress;
-pub mod rank_file;
-mod rank_sweep;
-pub mod ranks;
-pub mod recycled;
-mod scan;
-pub mod seeds;
-pub mod shards;
-mod shared_long;
-pub mod specials;
-#[cfg(test)]
-mod test_rng;
-pub mod threads;
-pub mod token_index;
-pub mod train;
-mod unicode_tables;
-pub mod utf32;
-pub mod vocab;
+pub(crate) mod bpe;
+pub(crate) mod encode;
+pub(crate) mod error;
+pub(crate) mod formats;
+pub(crate) mod hf;
+pub(crate) mod io;
+pub(crate) mod pretokenize;
+pub(crate) mod progress;
+pub(crate) mod train;
+pub(crate) mod util;
 
-pub use encode::Encoder;
+pub use bpe::merges::Merge;
+pub use bpe::vocab::Vocabulary;
+pub use bpe::{encode_piece, Scratch};
+pub use encode::cache::shared::DEFAULT_CACHE_BYTES;
+pub use encode::files::{encode_files, Sink, ENCODE_CHUNK_SIZE};
+pub use encode::{ids_buffer, BatchText, EncodeState, Encoder};
 pub use error::Error;
-pub use hf::HfTokenizer;
-pub use pattern::Pattern;
+pub use formats::gpt2::{parse_merges, parse_vocab};
+pub use formats::rank_merges::{merge_splits, merges_from_ranks};
+pub use formats::tiktoken::parse_rank_file;
+pub use hf::{HfTokenizer, Workspace};
+pub use io::append_file::Appender;
+pub use io::chunking::{ChunkReader, Source};
+pub use io::input::open_input;
+pub use io::packed_ids::PackedIds;
+pub use io::shards::plan_shards;
+pub use pretokenize::cuts::is_split_point;
+pub use pretokenize::gpt2_splitter::Gpt2Splitter;
+pub use pretokenize::pattern::{Pattern, PRESETS};
+pub use pretokenize::pattern_names::resolve as resolve_pattern;
+pub use pretokenize::specials::{Piece, SpecialSplitter};
 pub use progress::{Observer, Phase, Silent};
-pub use train::{train, TrainOptions, TrainResult, TrainStats};
-pub use vocab::Vocabulary;
+pub use train::count::add_texts;
+pub use train::extend::extend_from_counts;
+pub use train::{
+    build_pool, count, extend, train, train_from_counts, CountSettings, CountsFile, Extension, TrainOptions,
+    TrainResult, TrainStats, DEFAULT_CHUNK_SIZE,
+};
+pub use util::huge_pages::vec_with_capacity;
+pub use util::recycled::give_back;
+pub use util::threads::{max_threads, thread_count, CallPool};
+pub use util::utf32::push_utf8;

@@ -4,11 +4,10 @@
 //!
 //! Why not rayon's own split: it hands the halves of a batch to whichever
 //! thread takes a job first, which differs call by call, so a worker's state
-//! (whose table holds the pieces of the texts it saw) met the other half of
-//! the texts in the next call. On a batch encoded again (the benchmark's
-//! 10 MB of Gutenberg, GPT-2, 2 threads) the tables took four calls to warm:
-//! 16.1, 9.9, 8.4, 8.3 ms after the first. Here a worker meets the same texts
-//! again but for the few it takes from another's range at the end.
+//! (whose table holds the pieces of the texts it saw) met the other half of the
+//! texts in the next call, and a batch encoded again took four calls to warm.
+//! Here a worker meets the same texts again but for the few it takes from
+//! another's range at the end.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};

@@ -1,156 +1,182 @@
-//! A batch of pieces as the encoder looks them up: their packed keys and
-//! hashes, computed and their buckets prefetched before the first lookup.
+//! BATCH DOC
 
-use super::EncodeState;
-use crate::long_pieces::{hash_long, LongPieceTable};
-use crate::packed::{hash_packed, pack_at, INLINE_MAX};
-use crate::piece_table::Probe;
-use crate::prefetch::L2;
-use crate::scan::BATCH_ROOM;
+use std::ops::DerefMut;
 
-/// The packed keys (`packed.rs`; `UNPACKED` for a piece too long to pack) and
-/// hashes (`hash_packed`, or `hash_long` for a piece too long to pack)
-/// of one batch of pieces, computed before any is looked up so that the
-/// buckets they will read are prefetched while the others are packed, in
-/// two steps as gigatoken does: into L2 as the batch is packed (a batch is
-/// hundreds of pieces: enough time for a memory access), then into L1
-/// `L1_AHEAD` pieces before a lookup.
-pub(super) struct PieceBatch {
-    pub(super) keys: [u128; BATCH_SLOTS],
-    /// Each key's bucket in the thread's table (`Probe::bucket_index`), as
-    /// the table stood when the batch was packed (`buckets_shift`).
-    pub(super) buckets: [u32; BATCH_SLOTS],
-    /// The table's `Probe::shift` when `buckets` were worked out: a piece
-    /// merged between two runs of hits may grow the table (or start it over).
-    buckets_shift: u32,
-    /// The `hash_long` of each piece too long to pack, when `long_hashed`.
-    long_hashes: [u64; BATCH_SLOTS],
-    /// Whether the pieces too long to pack have their `hash_long` in
-    /// `long_hashes` (`hash_long_pieces`).
-    pub(super) long_hashed: bool,
-    /// When `long_hashed`: the index of each piece too long to pack, in
-    /// order, and how many there are.
-    long_at: [u16; BATCH_SLOTS],
-    long_count: usize,
-}
+use rayon::prelude::*;
 
-/// A batch's arrays, a power of two long so that the warm path indexes them
-/// with a mask instead of a bounds check (a batch has at most `BATCH_ROOM`).
-pub(super) const BATCH_SLOTS: usize = BATCH_ROOM.next_power_of_two();
+use super::affinity::run_with_affinity;
+use super::flat_batch::{append_in_text_order, WorkerIds};
+use super::{ids_buffer, BatchText, EncodeState, Encoder};
+use crate::error::Error;
 
-pub(super) const L1_AHEAD: usize = 16;
-
-/// How many long pieces ahead of a lookup their entries are prefetched
-/// (`PieceBatch::prefetch_long_entry`).
-pub(super) const LONG_ENTRIES_AHEAD: usize = 4;
-
-/// Pieces too long to pack in a batch from which the next batch hashes its
-/// own and prefetches their slots before any lookup. Hashing them in `pack`
-/// for every batch (a count or an index kept per piece) made English 5-7%
-/// slower; in CJK text a batch has dozens, and the prefetches made warm
-/// encoding of 10 MB of multilingual text 13% faster.
-const LONG_PREFETCH_MIN: usize = 4;
-
-/// The key of a piece too long to pack. No packed key is this (its length
-/// byte would be 255) and no table holds it, so the warm path stops at such
-/// a piece without a check of its own (it was one per piece when this was 0,
-/// an empty slot's key).
-pub(super) const UNPACKED: u128 = u128::MAX;
-
-impl Default for PieceBatch {
-    fn default() -> Self {
-        Self {
-            keys: [0; BATCH_SLOTS],
-            buckets: [0; BATCH_SLOTS],
-            buckets_shift: 0,
-            long_hashes: [0; BATCH_SLOTS],
-            long_hashed: false,
-            long_at: [0; BATCH_SLOTS],
-            long_count: 0,
-        }
-    }
-}
-
-impl PieceBatch {
-    /// Pack and hash the pieces ending at `ends` (the first starting at
-    /// `from`) of `document`, and prefetch their buckets of `table`. A piece
-    /// too long to pack gets key `UNPACKED` (its prefetch is wasted, but a
-    /// branch here would mispredict on text).
-    #[inline(always)]
-    pub(super) fn pack(&mut self, document: &[u8], from: usize, ends: &[usize], state: &EncodeState) {
-        // The long pieces' slots first, so that they have arrived when the
-        // lookups prefetch their entries (`prefetch_long_entry`).
-        self.long_hashed = state.long_pieces_last_batch >= LONG_PREFETCH_MIN;
-        if self.long_hashed {
-            self.hash_long_pieces(document, from, ends, &state.long);
-        }
-        let table = state.table.probe();
-        let mut start = from;
-        for (i, &end) in ends.iter().enumerate() {
-            let key = pack_at(document, start, end).unwrap_or(UNPACKED);
-            let bucket = table.bucket_index(hash_packed(key));
-            table.prefetch_at::<L2>(bucket);
-            (self.keys[i], self.buckets[i]) = (key, bucket);
-            start = end;
-        }
-        self.buckets_shift = table.shift();
+impl Encoder {
+    /// Encode `texts` in parallel on the current rayon pool, each worker with
+    /// one state for all the texts it takes; `convert` runs on the worker too.
+    pub fn encode_batch<T, R>(
+        &self,
+        texts: &[T],
+        convert: impl Fn(Vec<u32>) -> R + Sync + Send,
+    ) -> Result<Vec<R>, Error>
+    where
+        T: AsRef<str> + Sync,
+        R: Send,
+    {
+        self.encode_batch_allowing(texts, None, convert)
     }
 
-    /// Give each piece too long to pack its `hash_long` and prefetch its
-    /// slot of `long`, as `pack` does for the short ones: in CJK text a
-    /// batch has dozens of them, each a cache miss otherwise.
-    #[inline(never)]
-    fn hash_long_pieces(&mut self, document: &[u8], mut start: usize, ends: &[usize], long: &LongPieceTable) {
-        self.long_count = 0;
-        for (i, &end) in ends.iter().enumerate() {
-            if end - start > INLINE_MAX {
-                self.long_hashes[i] = hash_long(&document[start..end]);
-                long.prefetch(self.long_hashes[i]);
-                self.long_at[self.long_count] = i as u16;
-                self.long_count += 1;
+    /// `encode_batch`, recognising only the special tokens `allowed` marks
+    /// (see `encode_allowing`).
+    pub fn encode_batch_allowing<T, R>(
+        &self,
+        texts: &[T],
+        allowed: Option<&[bool]>,
+        convert: impl Fn(Vec<u32>) -> R + Sync + Send,
+    ) -> Result<Vec<R>, Error>
+    where
+        T: AsRef<str> + Sync,
+        R: Send,
+    {
+        self.share_if_parallel(texts.len());
+        self.encode_batch_from(texts, || self.pooled_state(), allowed, convert)
+    }
+
+    /// `encode_batch_allowing` with each worker's state made by `new_state`
+    /// (a private one for file encoding, see `EncodeState::private`).
+    pub fn encode_batch_from<T, R, S>(
+        &self,
+        texts: &[T],
+        new_state: impl Fn() -> S + Sync + Send,
+        allowed: Option<&[bool]>,
+        convert: impl Fn(Vec<u32>) -> R + Sync + Send,
+    ) -> Result<Vec<R>, Error>
+    where
+        T: AsRef<str> + Sync,
+        R: Send,
+        S: DerefMut<Target = EncodeState> + Send,
+    {
+        let mut states = worker_states(texts.len(), new_state);
+        let results = run_with_affinity(&mut states, &text_weights(texts), |state, i| {
+            let text = texts[i].as_ref();
+            let mut ids = ids_buffer(text.len());
+            self.encode_allowing(text, allowed, state, &mut ids)?;
+            Ok(convert(ids))
+        });
+        give_back(states);
+        results
+    }
+
+    /// `encode_batch_allowing` with every text's ids appended to `out`, in
+    /// text order, and the end of each text's ids in `out` pushed to `ends`:
+    /// no `Vec` a text (`flat_batch.rs`). On an error `out` is as it was.
+    pub fn encode_batch_into<T: BatchText>(
+        &self,
+        texts: &[T],
+        allowed: Option<&[bool]>,
+        out: &mut Vec<u32>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), Error> {
+        self.share_if_parallel(texts.len());
+        let weights = text_weights(texts);
+        let states = worker_states(texts.len(), || self.pooled_state());
+        let base = out.len();
+        let share = weights.iter().sum::<usize>() / states.len();
+        let mut workers: Vec<_> = states
+            .into_iter()
+            .enumerate()
+            .map(|(worker, mut state)| {
+                // As `encode` does for one text: a worker's table made in
+                // this call starts at the size its share of the texts will
+                // grow it to, not at the seeds' size and then again there.
+                state.expect_text(share);
+                let mut ids = WorkerIds::new(std::mem::take(&mut state.batch_ids));
+                if worker == 0 {
+                    ids.write_in_order_to(std::mem::take(out));
+                }
+                (state, ids, String::new())
+            })
+            .collect();
+        let result = run_with_affinity(&mut workers, &weights, |(state, ids, utf8), i| {
+            let text = texts[i].utf8(utf8)?;
+            ids.record(i, |out| {
+                out.reserve(text.len() / 2 + 16);
+                self.encode_allowing(text, allowed, state, out)
+            })
+        });
+        let (mut states, mut written): (Vec<_>, Vec<WorkerIds>) =
+            workers.into_iter().map(|(state, ids, _)| (state, ids)).unzip();
+        match result {
+            Ok(_) => append_in_text_order(out, &mut written, texts.len(), ends),
+            Err(_) => {
+                *out = written[0].take_out().expect("the first worker holds `out`");
+                out.truncate(base);
             }
-            start = end;
         }
+        for (state, mut worker) in states.iter_mut().zip(written) {
+            worker.ids.clear();
+            state.batch_ids = worker.ids;
+        }
+        give_back(states);
+        result.map(drop)
     }
 
-    /// Prefetch the key and ids of the `nth` piece too long to pack, if
-    /// there is one and it was hashed (`LongPieceTable::prefetch_entry`).
-    /// The encoder asks `LONG_ENTRIES_AHEAD` long pieces before it looks one
-    /// up: the key is compared and the ids copied right after the slot is
-    /// read, and in CJK text those two cache misses were 15% of a warm
-    /// call; asked for all at once after packing, the slots had not arrived.
-    #[inline]
-    pub(super) fn prefetch_long_entry(&self, nth: usize, long: &LongPieceTable) {
-        if self.long_hashed && nth < self.long_count {
-            long.prefetch_entry(self.long_hashes[self.long_at[nth] as usize]);
+    /// Workers that may run at once share from their first text: a worker
+    /// starting while another holds the warm state would otherwise merge
+    /// again what that state has not shared yet.
+    pub(super) fn share_if_parallel(&self, texts: usize) {
+        if texts > 1 && rayon::current_num_threads() > 1 {
+            self.share_from_now_on();
         }
     }
+}
 
-    /// Make `buckets` those of `table` for pieces `from..pieces`: worked out
-    /// again if the table has changed its size since they were packed
-    /// (`buckets_shift`), so that `Probe::get_inline_at` may trust them.
-    #[inline(always)]
-    pub(super) fn refresh_buckets(&mut self, table: Probe<'_>, from: usize, pieces: usize) {
-        if table.shift() != self.buckets_shift {
-            self.rework_buckets(table, from, pieces);
-        }
-    }
+/// One state a worker for a batch of `texts`, as many workers as the pool
+/// has threads (fewer for fewer texts). Taken in order, and given back in
+/// reverse (`give_back`), so that the pool (a stack) lends them in the same
+/// order to the next call: each worker starts on the same texts call after
+/// call (`affinity.rs`), and its state has seen them.
+///
+/// A state the pool made for this call starts with a copy of the first
+/// worker's table of short pieces (`start_new_from_first`).
+pub(super) fn worker_states<S>(texts: usize, new_state: impl Fn() -> S) -> Vec<S>
+where
+    S: DerefMut<Target = EncodeState> + Send,
+{
+    let workers = rayon::current_num_threads().min(texts).max(1);
+    let mut states: Vec<S> = (0..workers).map(|_| new_state()).collect();
+    start_new_from_first(&mut states);
+    states
+}
 
-    #[inline(never)]
-    fn rework_buckets(&mut self, table: Probe<'_>, from: usize, pieces: usize) {
-        for i in from..pieces {
-            self.buckets[i] = table.bucket_index(hash_packed(self.keys[i]));
-        }
-        self.buckets_shift = table.shift();
+/// The states in `states` that the pool has just made (they still want the
+/// seeds) start with a copy of the first one's short pieces, when it has them
+/// (kept from an earlier call or seeded when the encoder was built), copied
+/// in parallel on the pool's threads before any worker encodes.
+///
+/// Why: a new state planted the seeds in its first text, on the clock (o200k:
+/// 263 K seeds, and a doubling of its table). Meanwhile the first worker took
+/// most of its range of the batch (1,518 of 2,489 texts of 20news), so in the
+/// next calls the new state met texts it had never seen and asked the shared
+/// cache for their pieces (14.8 K, then 6.9 K, 2.0 K, 1.3 K a call): a 2-thread
+/// batch took five calls to reach its best. A copy of 16 MiB takes a few ms.
+fn start_new_from_first<S>(states: &mut [S])
+where
+    S: DerefMut<Target = EncodeState> + Send,
+{
+    let Some((first, rest)) = states.split_first_mut() else { return };
+    if first.wants_seeds || !rest.iter().any(|state| state.wants_seeds) {
+        return;
     }
+    let first: &EncodeState = first;
+    rest.par_iter_mut().filter(|state| state.wants_seeds).for_each(|state| state.start_from(first));
+}
 
-    /// The `hash_long` of piece `i` (`piece` its bytes), too long to pack.
-    #[inline]
-    pub(super) fn long_hash(&self, i: usize, piece: &[u8]) -> u64 {
-        if self.long_hashed {
-            self.long_hashes[i]
-        } else {
-            hash_long(piece)
-        }
-    }
+/// Drop `states` last first: see `worker_states`.
+pub(super) fn give_back<S>(states: Vec<S>) {
+    states.into_iter().rev().for_each(drop);
+}
+
+/// The texts' lengths in bytes (about, for one a worker converts): what
+/// `run_with_affinity` splits evenly.
+fn text_weights<T: BatchText>(texts: &[T]) -> Vec<usize> {
+    texts.iter().map(BatchText::weight).collect()
 }

@@ -1,13 +1,11 @@
-//! A text of a batch as a worker takes it: its UTF-8 borrowed, or made by
-//! the worker that takes it.
+//! A text of a batch as a worker takes it: its UTF-8 borrowed, or made by the
+//! worker that takes it.
 //!
 //! Why the second: the Python binding gets the UTF-8 of a long `str` that is
-//! not ASCII by converting it, with the GIL. Made before the workers start,
-//! those conversions ran on one thread whatever the thread count: a 2-thread
-//! batch of new texts each call ran 1.6x as fast as one thread on Gutenberg
-//! and multilingual text. Made by the worker that takes the text, one worker
-//! converts while the other encodes: 1.69-1.80x there (bench_batch_calls.py
-//! --fresh, twentieth session).
+//! not ASCII by converting it. Made before the workers start, those
+//! conversions ran on one thread whatever the thread count (a 2-thread batch
+//! of new texts ran 1.6x as fast as one thread); made by the worker that takes
+//! the text, one worker converts while the other encodes (1.7-1.8x).
 
 use crate::error::Error;
 

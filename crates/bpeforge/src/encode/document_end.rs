@@ -1,32 +1,31 @@
-//! Where the document being scanned ends (at the next special token),
-//! found a few KiB ahead of the scanner instead of before it.
+//! Where the document being scanned ends (at the next special token), found a
+//! few KiB ahead of the scanner instead of before it, and the encoder's loop
+//! over the documents of a text.
 //!
-//! Why: `encode` split a text on its special tokens first, and only then
-//! scanned each document, so the text was read twice from L3 (or memory),
-//! and the search was 4-5% of a warm call on 10 MB of English
-//! (`memchr::...::packedpair`). Here the first bytes of the specials are
-//! looked for (`SpecialSplitter::first_starting_in`) in the next `AHEAD`
-//! bytes before each batch is scanned: those are then in L1 for the
-//! scanner, and a document is still scanned knowing where it ends.
+//! Why: splitting a text on its special tokens first, then scanning each
+//! document, read the text twice from L3 (or memory), and the search was 4-5%
+//! of a warm call. Here the first bytes of the specials are looked for
+//! (`SpecialSplitter::first_starting_in`) in the next `AHEAD` bytes before each
+//! batch is scanned: those are then in L1 for the scanner, and a document is
+//! still scanned knowing where it ends.
 //!
-//! Except where a batch of pieces runs past what was searched (pieces of
-//! KiBs, or the look-ahead of a long run of whitespace): then the batch was
-//! scanned as if the document ran on to the end of the text. Its pieces
-//! stand if a split point follows them (`pretokenize::is_split_point`: the
-//! pieces before it are those of the text up to it, whatever follows)
-//! before any special starts; otherwise the batch is scanned again, up to
-//! the special (`settles`). On the three corpora, 0 to 11 batches of a
-//! 10 MB call were scanned again.
-//!
-//! The pieces before the batch stand either way: they were settled by a
-//! split point no later than the special, so the document up to the
-//! special splits there too, and the scan restarts at the batch's first
-//! piece, which looks behind nothing.
+//! Except where a batch of pieces runs past what was searched (pieces of KiBs,
+//! or the look-ahead of a long run of whitespace): then the batch was scanned
+//! as if the document ran on. Its pieces stand if a split point follows them
+//! (`pretokenize/cuts.rs`) before any special starts; otherwise the batch is
+//! scanned again, up to the special (`settles`). The pieces before the batch
+//! stand either way: they were settled by a split point no later than the
+//! special, and the scan restarts at the batch's first piece, which looks
+//! behind nothing.
 
 use std::ops::Range;
 
-use crate::pretokenize::is_split_point;
-use crate::specials::SpecialSplitter;
+use super::{EncodeState, Encoder};
+use crate::error::Error;
+use crate::pretokenize::scan::PieceEnds;
+
+use crate::pretokenize::cuts::is_split_point;
+use crate::pretokenize::specials::SpecialSplitter;
 
 /// How far ahead of the scanner the specials are looked for: a batch of
 /// English (512 pieces) is about 2.5 KB, and L1 holds 32-48 KiB.
@@ -130,10 +129,92 @@ impl<'t> DocumentEnd<'t> {
     }
 }
 
+impl Encoder {
+    /// The pre-tokens of one document: text with no special token in it, a
+    /// batch at a time: each piece packed, hashed and its bucket prefetched
+    /// (`PieceBatch::pack`), then looked up.
+    pub(super) fn encode_document(
+        &self,
+        document: &str,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) -> Result<(), Error> {
+        let bytes = document.as_bytes();
+        // The state's, not a new one: zeroing 24 KiB for each document (20news
+        // has one every 1.6 KB) cost more than short documents' encoding.
+        let mut batch = state.batch.take().unwrap_or_default();
+        let mut from = 0;
+        let result = self.pattern.for_each_batch(
+            document,
+            #[inline(always)]
+            |ends| {
+                batch.pack(bytes, from, ends, state);
+                self.encode_batch_of_pieces(bytes, from, ends, &mut batch, state, out);
+                from = ends[ends.len() - 1];
+            },
+        );
+        state.batch = Some(batch);
+        result
+    }
+
+    /// `encode_pieces` with the specials looked for `ahead` bytes ahead of
+    /// `scan` (a preset's `Pattern::batch_scanner`; `text` is valid UTF-8).
+    pub(super) fn encode_documents_scanning_ahead(
+        &self,
+        text: &[u8],
+        scan: fn(&mut PieceEnds, &[u8]) -> bool,
+        ahead: usize,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) {
+        let mut start = 0;
+        loop {
+            let rest = &text[start..];
+            let mut end = DocumentEnd::new(rest, &self.specials, self.pattern.cut_before(), ahead);
+            self.encode_document_scanning_ahead(rest, scan, &mut end, state, out);
+            let Some((_, special_end, index)) = end.special() else { return };
+            out.push(self.special_ids[index]);
+            start += special_end;
+        }
+    }
+
+    /// The pieces of the document at the start of `text`, which ends where
+    /// `end` finds (`document_end.rs`), a batch at a time as in
+    /// `encode_document`; a batch scanned past a special found only after
+    /// it is scanned again.
+    pub(super) fn encode_document_scanning_ahead(
+        &self,
+        text: &[u8],
+        scan: fn(&mut PieceEnds, &[u8]) -> bool,
+        end: &mut DocumentEnd,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) {
+        let mut batch = state.batch.take().unwrap_or_default();
+        let mut pieces = PieceEnds::new();
+        let mut from = 0;
+        loop {
+            end.look_ahead_of(from);
+            if !scan(&mut pieces, &text[..end.end()]) {
+                break;
+            }
+            let ends = pieces.as_slice();
+            if !end.settles(from, ends[ends.len() - 1]) {
+                pieces.rewind(from);
+                continue;
+            }
+            batch.pack(text, from, ends, state);
+            self.encode_batch_of_pieces(text, from, ends, &mut batch, state, out);
+            from = ends[ends.len() - 1];
+        }
+        state.batch = Some(batch);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::specials::tests::splitter as specials;
+    use crate::pretokenize::specials::tests::splitter as specials;
 
     /// GPT-2 scans "ab![ x]" as if it ran on: "ab", "![", ... The special
     /// "[ x]" starts at 3, inside "![", and the split point at 4 (a space

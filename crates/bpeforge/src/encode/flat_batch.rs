@@ -1,15 +1,12 @@
-//! A batch's ids as one array. The first worker appends the ids of the
-//! texts it takes in order from the batch's first straight to the caller's
-//! array (all of them when it works alone); every other text's ids go to a
-//! buffer of the worker that took it, kept by its state between calls, and
-//! are put in text order after the parallel part.
+//! A batch's ids as one array. The first worker appends the ids of the texts
+//! it takes in order from the batch's first straight to the caller's array
+//! (all of them when it works alone); every other text's ids go to a buffer of
+//! the worker that took it, kept by its state between calls, and are put in
+//! text order after the parallel part.
 //!
 //! Why: with a `Vec` a text (`Encoder::encode_batch`), each worker allocated
-//! one per text, and the caller's thread freed them (0.4 ms for the 6,028
-//! documents of 10 MB of 20news) after copying them. A 1-thread batch of
-//! that text took 20.0 instead of 24.1 ms (medians of six). And the copy
-//! after the parallel part was 5% of a 2-thread batch of 20news (0.53 of
-//! 9.4 ms): written in place, the first worker's range is not copied.
+//! one per text and the caller's thread freed them after copying them; a
+//! 1-thread batch of 6 K documents took a fifth longer.
 
 use std::mem::MaybeUninit;
 

@@ -1,24 +1,21 @@
-//! The parts of a long pre-token (`Encoder::encode_in_parts`): where no
-//! merge joins two bytes (`Vocabulary::can_cut_between`). A piece that fits
-//! the long-piece table is cut a byte at a time (`part_ends`). A longer one
-//! is cut a window of `WINDOW` bytes at a time (`PartWindow`): first where
-//! the window's parts end, as bits of one mask, then each part packed,
-//! hashed and its bucket of the thread's table prefetched, before the first
-//! is looked up, as a batch of pieces is (`batch.rs`).
+//! The parts of a long pre-token (`Encoder::encode_in_parts`): where no merge
+//! joins two bytes (`Vocabulary::can_cut_between`). A piece that fits the
+//! long-piece table is cut a byte at a time (`part_ends`). A longer one is cut
+//! a window of `WINDOW` bytes at a time (`PartWindow`): first where the
+//! window's parts end, as bits of one mask, then each part packed, hashed and
+//! its bucket of the thread's table prefetched, before the first is looked up,
+//! as a batch of pieces is (`piece_batch.rs`).
 //!
-//! Why windows: cl100k keeps 1 MB of CJK without spaces as one pre-token,
-//! cut into 130 K parts of one to five chars. Cut byte by byte and looked up
-//! one after another, a part cost a mispredicted branch where it ended and a
-//! wait on its bucket's line: `perf` put 63% of `encode_pretoken` (23% of
-//! the call) on the load of the key, and the call took 4.4-6.2 ms against
-//! 1.07 ms for 0.25 MB, whose 4x fewer distinct parts stay in L2 (the
-//! issue's worst cases allow 4.5x).
+//! Why windows: cl100k keeps 1 MB of CJK without spaces as one pre-token, cut
+//! into 130 K parts of one to five chars. Cut byte by byte and looked up one
+//! after another, each part waited on its bucket's line, and 1 MB took 4-6x
+//! the time of 0.25 MB.
 
-use crate::long_pieces::{hash_long, LongPieceTable, LONG_PIECE_MAX};
-use crate::packed::{hash_packed, pack_at};
-use crate::piece_table::Probe;
-use crate::prefetch::L1;
-use crate::vocab::Vocabulary;
+use crate::bpe::vocab::Vocabulary;
+use crate::encode::cache::long_pieces::{hash_long, LongPieceTable, LONG_PIECE_MAX};
+use crate::encode::cache::piece_table::Probe;
+use crate::util::packed_key::{hash_packed, pack_at};
+use crate::util::prefetch::L1;
 
 /// Bytes a window: one bit of the mask each.
 pub(super) const WINDOW: usize = 64;
@@ -140,12 +137,12 @@ pub(super) fn part_ends<'a>(piece: &'a [u8], vocab: &'a Vocabulary) -> impl Iter
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packed::pack;
-    use crate::seeds::vocabulary_with_a_token_bpe_never_makes;
-    use crate::test_rng::XorShift;
+    use crate::encode::cache::seeds::vocabulary_with_a_token_bpe_never_makes;
+    use crate::util::packed_key::pack;
+    use crate::util::test_rng::XorShift;
 
     fn parts_by_windows(piece: &[u8], vocab: &Vocabulary) -> Vec<usize> {
-        let (table, long) = (crate::piece_table::PieceTable::default(), LongPieceTable::default());
+        let (table, long) = (crate::encode::cache::piece_table::PieceTable::default(), LongPieceTable::default());
         let mut window = PartWindow::default();
         let mut ends = Vec::new();
         let mut start = 0;

@@ -5,14 +5,14 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::batch::PieceBatch;
 use super::parts::PartWindows;
+use super::piece_batch::PieceBatch;
+use crate::bpe::vocab::Vocabulary;
 use crate::bpe::Scratch;
-use crate::cache::{NewEntry, SharedCache};
-use crate::long_pieces::LongPieceTable;
-use crate::packed::{hash_packed, pack, unpack};
-use crate::piece_table::PieceTable;
-use crate::vocab::Vocabulary;
+use crate::encode::cache::long_pieces::LongPieceTable;
+use crate::encode::cache::piece_table::PieceTable;
+use crate::encode::cache::shared::{NewEntry, SharedCache};
+use crate::util::packed_key::{hash_packed, pack, unpack};
 
 /// What encoding keeps between calls on one thread: buffers, the thread's own
 /// cache and a handle on the encoder's shared one. Ids depend only on the
@@ -207,11 +207,10 @@ pub struct StatePool {
 
 const KEPT_STATES_MAX: usize = 64;
 /// The merge buffers a kept state may hold (`Scratch::bytes`). 16 MiB holds
-/// those of a 1 MB pre-token (9-13 MB on the rank sweep, `rank_sweep.rs`), so
-/// that calls on long pieces reuse them; at 1 MiB (before issue 12's seventh
-/// session) each such call allocated them again and faulted in ~2,400 fresh
-/// pages, which made 1 MB of one letter cost 4.8-5.0x the time of 0.25 MB
-/// (whose smaller buffers the allocator kept). The same order as the tables
+/// those of a 1 MB pre-token (9-13 MB on the rank sweep, `bpe/sweep.rs`), so
+/// that calls on long pieces reuse them; at 1 MiB each such call allocated
+/// them again and faulted in ~2,400 fresh pages (1 MB of one letter then cost
+/// 5x the time of 0.25 MB, not 4x). The same order as the tables
 /// a state already keeps (`MAX_BUCKETS`, `LONG_TABLE_BYTES`).
 const KEPT_SCRATCH_MAX: usize = 16 << 20;
 

@@ -45,7 +45,7 @@ use pre_tokenizers::PreTokenizer;
 use crate::bpe::{encode_piece, Scratch};
 use crate::encode::{EncodeState, Encoder};
 use crate::error::Error;
-use crate::vocab::Vocabulary;
+use crate::bpe::vocab::Vocabulary;
 
 pub struct HfTokenizer {
     normalizer: Option<Normalizer>,

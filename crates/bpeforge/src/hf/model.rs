@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::byte_level::ByteTable;
 use super::json::{field_bool, field_nonempty_str, refuse};
 use crate::error::Error;
-use crate::vocab::Vocabulary;
+use crate::bpe::vocab::Vocabulary;
 
 pub struct BpeModel {
     pub vocab: Vocabulary,

@@ -15,7 +15,7 @@ use super::normalizers::pattern;
 use super::regexes::Matcher;
 use super::split::{char_matches, events, pieces, Behavior};
 use crate::error::Error;
-use crate::pattern::Pattern;
+use crate::pretokenize::pattern::Pattern;
 
 pub enum Step {
     Split {

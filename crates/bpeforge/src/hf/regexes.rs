@@ -14,7 +14,7 @@
 use std::sync::LazyLock;
 
 use crate::error::Error;
-use crate::pattern::{Pattern, PRESETS};
+use crate::pretokenize::pattern::{Pattern, PRESETS};
 
 /// What a Split or Replace looks for.
 pub enum Matcher {
@@ -129,9 +129,9 @@ mod tests {
         for (name, regex) in PRESETS {
             assert_eq!(preset_of(&to_onig(regex)), Some(name), "{name}");
         }
-        assert_eq!(preset_of(crate::pattern::LLAMA3), Some("llama3"));
+        assert_eq!(preset_of(crate::pretokenize::pattern::LLAMA3), Some("llama3"));
         // cl100k as bpeforge spells it means something else in Oniguruma.
-        assert_eq!(preset_of(crate::pattern::CL100K), None);
+        assert_eq!(preset_of(crate::pretokenize::pattern::CL100K), None);
         assert_eq!(preset_of(r"\p{N}{1,3}"), None);
     }
 
@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(found, [(0, 2), (3, 5)]);
         Matcher::Literal("ab".into()).find("abab a", &mut found).unwrap();
         assert_eq!(found, [(0, 2), (2, 4)]);
-        Matcher::onig(&to_onig(crate::pattern::CL100K), "test").unwrap().find("Hi 123!", &mut found).unwrap();
+        Matcher::onig(&to_onig(crate::pretokenize::pattern::CL100K), "test").unwrap().find("Hi 123!", &mut found).unwrap();
         assert_eq!(found, [(0, 2), (2, 3), (3, 6), (6, 7)]);
     }
 }

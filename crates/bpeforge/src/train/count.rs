@@ -1,15 +1,13 @@
 //! Phase 1 of training: read the corpus, pre-tokenize, count distinct pre-tokens.
 //!
-//! The corpus is read as one stream of safely cut chunks (`chunking.rs`) over
+//! The corpus is read as one stream of safely cut chunks (`io/chunking.rs`) over
 //! all files in order; a batch of chunks is counted in parallel on the pool.
 //! Short pre-tokens (the packed ones, nearly all) go into a table per worker
 //! that lasts the whole corpus (`ShortTables`), and the workers' tables are
 //! added together once, at the end; long ones go into a map per batch keyed
 //! by slices of its chunks (no allocation per pre-token), folded into the
-//! owned corpus-wide table after each batch. Until the eighth session each
-//! batch had fresh tables, grown from nothing and folded into the corpus
-//! table between batches, on one thread: at 500 MB the growing, the folds
-//! and the merging of the workers' tables were a tenth of the counting CPU.
+//! owned corpus-wide table after each batch (fresh tables per batch, grown
+//! and folded on one thread, were a tenth of the counting CPU at 500 MB).
 //! Memory: one batch of text plus, per worker, a table of the distinct
 //! pre-tokens it has seen.
 
@@ -19,11 +17,11 @@ use std::time::Duration;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::chunking::{progress_total, total_size, CorpusChunks, Source};
 use crate::error::Error;
-use crate::pattern::Pattern;
+use crate::io::chunking::{progress_total, total_size, CorpusChunks, Source};
+use crate::pretokenize::pattern::Pattern;
+use crate::pretokenize::specials::{Piece, SpecialSplitter};
 use crate::progress::{Observer, Phase};
-use crate::specials::{Piece, SpecialSplitter};
 
 use super::profile::{timed, CountProfile};
 use super::short_counts::ShortCounts;
@@ -100,7 +98,7 @@ pub fn count_files(
 }
 
 fn count_chunks<'a>(
-    batch: &'a [crate::chunking::Chunk],
+    batch: &'a [crate::io::chunking::Chunk],
     how: &Counting<'_>,
     tables: &ShortTables,
     profile: &mut CountProfile,

@@ -3,7 +3,7 @@
 //!
 //! A merge reports a change per neighbour of each occurrence; most fall on a
 //! few pairs, so they are summed in a small map that stays in cache (sending
-//! each to the large count table was slower: docs/design.md, sixth session),
+//! each to the large count table was slower),
 //! and the corpus-wide tables see one change per pair when the merge ends.
 //! The words that gained a pair are gathered here too, in the order the merge
 //! visits them, and become that pair's holder list in one piece.

@@ -17,13 +17,14 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
-use super::merge::{byte_symbols, learn_merges_from, Merge, MergeLimits, Start};
+use super::merge::{byte_symbols, learn_merges_from, MergeLimits, Start};
 use super::{check_counted_specials, stats_of, CountsFile, TrainOptions, TrainStats};
+use crate::bpe::merges::{show, Merge};
+use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};
 use crate::encode::Encoder;
 use crate::error::Error;
 use crate::progress::Observer;
-use crate::vocab::{show, Vocabulary};
 
 /// Pre-tokens per parallel encoding task: large enough that a task's
 /// overhead vanishes, small enough to balance the threads.
@@ -225,9 +226,10 @@ fn layout_extension(base: &Encoder, merges: &[Merge], specials: &[String]) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pattern::Pattern;
+    use crate::pretokenize::pattern::Pattern;
     use crate::progress::Silent;
-    use crate::train::{train_from_counts, PretokenCounts};
+    use crate::train::table::PretokenCounts;
+    use crate::train::train_from_counts;
 
     const SPECIAL: &str = "<|endoftext|>";
 

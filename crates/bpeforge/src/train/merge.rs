@@ -27,15 +27,13 @@ use super::pairs::PairTable;
 use super::queue::{Candidate, MergeQueue};
 use super::table::PretokenCounts;
 use super::word::{Pair, WordStore};
+use crate::bpe::merges::Merge;
 use crate::error::Error;
-use crate::prefetch::prefetch;
 use crate::progress::{Observer, Phase};
+use crate::util::prefetch::prefetch;
 
 /// How many holders ahead `apply` prefetches.
 const PREFETCH_AHEAD: usize = 8;
-
-/// One learned merge: the bytes of its left and right tokens.
-pub type Merge = (Arc<[u8]>, Arc<[u8]>);
 
 /// Options users expect from other trainers, off by default (CS336 has neither).
 #[derive(Debug, Clone, Copy, Default)]

@@ -25,19 +25,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::chunking::Source;
+use crate::bpe::merges::Merge;
 use crate::encode::Encoder;
 use crate::error::Error;
-use crate::pattern::Pattern;
+use crate::io::chunking::Source;
+use crate::pretokenize::pattern::Pattern;
+use crate::pretokenize::specials::SpecialSplitter;
 use crate::progress::Observer;
-use crate::specials::SpecialSplitter;
-use crate::threads::CallPool;
+use crate::util::threads::CallPool;
 
 pub use counts_file::CountsFile;
 pub use extend::Extension;
-pub use merge::Merge;
 pub use profile::CountProfile;
-pub use table::PretokenCounts;
 
 /// The default pre-tokenizer (CS336's); count files record the one used.
 pub const PATTERN: &str = "gpt2";

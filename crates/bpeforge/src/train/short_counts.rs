@@ -11,8 +11,8 @@
 //! key in its first line (the common case at three-quarters load at most)
 //! reads that one line.
 
-use crate::packed::hash_packed;
-use crate::prefetch::prefetch;
+use crate::util::packed_key::hash_packed;
+use crate::util::prefetch::prefetch;
 
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]

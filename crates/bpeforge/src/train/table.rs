@@ -12,7 +12,7 @@ use std::hash::Hash;
 use rustc_hash::FxHashMap;
 
 use super::short_counts::ShortCounts;
-use crate::packed::{hash_packed, pack, pack_in, unpack};
+use crate::util::packed_key::{hash_packed, pack, pack_in, unpack};
 
 /// Counts of distinct pre-tokens. `L` is how a long pre-token is held: a
 /// borrowed slice of the chunk while counting one batch, an owned box in the

@@ -18,7 +18,7 @@
 //! arena, 4 bytes a byte, would otherwise stay at its first size while the
 //! merged tokens grow to several times the pre-token.
 
-use crate::prefetch::prefetch;
+use crate::util::prefetch::prefetch;
 
 /// Below this many entries, the arena is never compacted.
 const MIN_COMPACT: usize = 1 << 20;
@@ -60,10 +60,6 @@ impl WordStore {
 
     pub fn len(&self) -> usize {
         self.starts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
     }
 
     pub fn symbols(&self, word: u32) -> &[u32] {

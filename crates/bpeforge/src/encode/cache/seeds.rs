@@ -1,0 +1,114 @@
+//! The vocabulary's tokens that a thread's piece table starts with
+//! (`PieceTable::plant`), so that a first call finds the pieces that are whole
+//! tokens (" the", "ing") without merging them: 22 K of the 74 K distinct
+//! pre-tokens of 10 MB of English are single GPT-2 tokens, and seeding made a
+//! first call about a tenth faster. gigatoken seeds its table at load too.
+//!
+//! A seed is a token whose bytes are valid UTF-8, pack into a key (2-15 bytes),
+//! are one pre-token of the encoder's pattern (otherwise no text ever asks for
+//! it) and encode to the token itself. The last is checked token by token with
+//! the encoder's own merges: expected of vocabularies taken from tiktoken rank
+//! files, but not promised by every merge list, and a seed that broke it would
+//! change ids.
+
+use crate::bpe::vocab::Vocabulary;
+use crate::bpe::{encode_piece, Scratch};
+use crate::pretokenize::pattern::Pattern;
+use crate::util::packed_key::pack;
+
+/// The most seeds: the tokens of lowest id (rank) that qualify, as many as
+/// a table holds when they are planted (`piece_table::SEEDED_BUCKETS`, two
+/// ways). Each costs a BPE
+/// when the encoder is built (GPT-2's 49.6 K: 12 ms; o200k's 193 K: 62 ms,
+/// on one core; spread over the cores there are), and pays: with o200k's
+/// first 64 K only, the first call on 10 MB of 20news took 79 ms (median of
+/// five), with all 193 K 64 ms, with none 84 ms.
+pub const SEEDS_MAX: usize = crate::encode::cache::piece_table::SEEDED_BUCKETS * 2;
+
+/// The seeds of `vocab` under `pattern` (see the top): at most `max` ids,
+/// lowest first.
+pub fn vocabulary_seeds(vocab: &Vocabulary, pattern: &Pattern, max: usize) -> Vec<u32> {
+    let tokens: Vec<(u32, &[u8])> = vocab.tokens().collect();
+    let candidates: Vec<(u32, &[u8])> = in_parallel(&tokens, |chunk| {
+        let fits = |token: &[u8]| pack(token).is_some() && token.len() >= 2;
+        chunk.iter().copied().filter(|&(_, token)| fits(token) && is_one_piece(token, pattern)).collect()
+    });
+    let candidates = &candidates[..candidates.len().min(max)];
+    in_parallel(candidates, |chunk| {
+        let (mut scratch, mut ids) = (Scratch::default(), Vec::new());
+        let mut encodes_to_itself = |id: u32, token: &[u8]| {
+            ids.clear();
+            encode_piece(token, vocab, &mut scratch, &mut ids);
+            ids[..] == [id]
+        };
+        chunk.iter().filter(|&&(id, token)| encodes_to_itself(id, token)).map(|&(id, _)| id).collect()
+    })
+}
+
+/// `work` on consecutive chunks of `items`, one a core (at most
+/// `MAX_THREADS`), the results concatenated in order. Plain scoped threads,
+/// not rayon's pool: the pool's start cost more than the work on one core.
+fn in_parallel<T: Sync, R: Send>(items: &[T], work: impl Fn(&[T]) -> Vec<R> + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(MAX_THREADS).min(items.len() / MIN_ITEMS_A_THREAD).max(1);
+    if threads == 1 {
+        return work(items);
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            items.chunks(items.len().div_ceil(threads)).map(|chunk| scope.spawn(move || work(chunk))).collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
+}
+
+const MAX_THREADS: usize = 8;
+const MIN_ITEMS_A_THREAD: usize = 4096;
+
+/// Whether `token` is valid UTF-8 that `pattern` leaves in one pre-token.
+fn is_one_piece(token: &[u8], pattern: &Pattern) -> bool {
+    let Ok(text) = std::str::from_utf8(token) else { return false };
+    let mut pieces = 0;
+    // A preset's scanner never fails; a custom pattern that does on a token
+    // leaves that token out.
+    pattern.for_each_piece(text, |_| pieces += 1).is_ok() && pieces == 1
+}
+
+/// Bytes, then (ids 256-262) "ab", "ca", "cab" = "ca" + "b", "abc", " c",
+/// " cab" and "b c", each made by a merge in that order. "cab" is a token
+/// that BPE never makes: "a b" is the lowest merge, so its bytes encode as
+/// "c" "ab". For the tests of the seeds and of the encoder seeded with them.
+#[cfg(test)]
+pub(crate) fn vocabulary_with_a_token_bpe_never_makes() -> Vocabulary {
+    let tokens = ["ab", "ca", "cab", "abc", " c", " cab", "b c"];
+    let merges = [("a", "b"), ("c", "a"), ("ca", "b"), ("ab", "c"), (" ", "c"), (" c", "ab"), ("b", " c")];
+    let bytes = (0..=255u8).map(|b| vec![b]);
+    let entries = bytes.chain(tokens.iter().map(|token| token.as_bytes().to_vec())).enumerate();
+    let merges: Vec<(&[u8], &[u8])> = merges.iter().map(|(left, right)| (left.as_bytes(), right.as_bytes())).collect();
+    Vocabulary::new(entries.map(|(id, token)| (id as u32, token)).collect(), &merges).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_in_parallel_keeps_the_order() {
+        let items: Vec<u32> = (0..100_000).collect();
+        let odd_squares = |chunk: &[u32]| chunk.iter().filter(|&&i| i % 2 == 1).map(|&i| i as u64 * i as u64).collect();
+        assert_eq!(in_parallel(&items, odd_squares), odd_squares(&items));
+        assert_eq!(in_parallel(&items[..10], odd_squares), [1, 9, 25, 49, 81]);
+    }
+
+    #[test]
+    fn seeds_are_whole_pieces_that_encode_to_themselves() {
+        let vocab = vocabulary_with_a_token_bpe_never_makes();
+        // "ab", "ca", "abc", " c" and " cab" are; "cab" is not (c + ab); "b c"
+        // is two pre-tokens.
+        assert_eq!(vocabulary_seeds(&vocab, &Pattern::Gpt2, SEEDS_MAX), [256, 257, 259, 260, 261]);
+        assert_eq!(vocabulary_seeds(&vocab, &Pattern::Gpt2, 2), [256, 257]);
+    }
+}

@@ -1,0 +1,7 @@
+//! Tokenizer files read without Python: GPT-2's `vocab.json` and
+//! `merges.txt` (`gpt2`), tiktoken's `.tiktoken` rank files (`tiktoken`),
+//! and the merges a rank table implies (`rank_merges`).
+
+pub(crate) mod gpt2;
+pub(crate) mod rank_merges;
+pub(crate) mod tiktoken;
