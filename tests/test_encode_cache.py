@@ -151,8 +151,9 @@ def test_one_thread_alone_keeps_its_pieces_in_its_own_table():
 
 
 def test_the_vocabulary_seeds_the_first_table_and_changes_no_id(gpt2_tables, reference):
-    """Built with the cache on, a tokenizer's first table holds the vocabulary's tokens (`seeds.rs`): a first call
-    finds the text's whole-token pieces there; seeds it finds stop counting; the ids are tiktoken's all along."""
+    """Built with the cache on, a tokenizer's first table holds the vocabulary's tokens (`encode/cache/seeds.rs`): a
+    first call finds the text's whole-token pieces there; seeds it finds stop counting; the ids are tiktoken's all
+    along."""
     text = "The seeds: the, and, of; tokens\n  that are whole words. " * 50 + "".join(distinct_words(300, seed=5))
     for size in CACHE_SIZES:
         tok = Tokenizer(*gpt2_tables, [SPECIAL], cache_size=size)
@@ -277,7 +278,7 @@ def test_encode_to_numpy_owns_its_ids_without_a_copy():
 
 def test_numpy_memory_given_back_is_reused_and_never_shared():
     """A large result's memory goes back to the encoder when NumPy frees the array
-    (`recycled.rs`), and the next call writes its ids there: an array still alive is never
+    (`util/recycled.rs`), and the next call writes its ids there: an array still alive is never
     written over, and what a user wrote into a freed one never shows in a later result."""
     tok = small_tokenizer()
     text = "".join(distinct_words(700)) * 1100  # 3 MB: ids take a buffer of 6 MB, over the 4 MiB kept

@@ -100,7 +100,7 @@ def test_encode_writes_uint16_ids_of_each_file(encoded, tokenizer, inputs):
 @pytest.mark.parametrize("dtype", ["uint16", "uint32"])
 def test_ids_appended_past_the_page_cache_are_the_ids(tokenizer, tmp_path, words, dtype):
     """The core appends a text file's ids itself, with O_DIRECT where it can, a page at a time and the
-    last partial page plainly (`append_file.rs`): every size around a page must come out whole."""
+    last partial page plainly (`io/append_file.rs`): every size around a page must come out whole."""
     from bpeforge.encode_files import encode_files
 
     path = tmp_path / "text.txt"
@@ -261,7 +261,7 @@ def test_encode_takes_what_train_takes(tokenizer_dir, tokenizer, corpus_dir, tmp
 
 
 def test_a_tokenizer_for_text_files_alone_is_built_without_the_encode_cache(corpus_dir, tmp_path):
-    """Text files are encoded by workers with tables of their own (encode_files.rs), so `bpeforge encode` builds
+    """Text files are encoded by workers with tables of their own (encode/files.rs), so `bpeforge encode` builds
     its tokenizer without the cache and the seeded table a tokenizer keeps for later calls (25-40 ms of its start);
     records are encoded in batches that use them, and a directory that cannot be listed keeps the default."""
     from bpeforge.encode_files import cache_size_for, list_inputs

@@ -353,7 +353,7 @@ def test_load_merges(data: st.DataObject) -> None:
 
 
 def check_fast_reader_agrees(vocab: bytes, merges: bytes) -> None:
-    """The Rust reader of GPT-2's files (`bpeforge::gpt2_files`) gives what the Python readers give, or
+    """The Rust reader of GPT-2's files (`formats/gpt2.rs` in the core) gives what the Python readers give, or
     None: it never accepts a file they refuse, nor reads one differently."""
     fast = bpeforge._core.parse_gpt2_files(vocab, merges)
     vocab_path, merges_path = write(SCRATCH / "fast" / VOCAB_FILE, vocab), write(SCRATCH / "fast" / MERGES_FILE, merges)
@@ -462,7 +462,7 @@ def test_read_tiktoken_ranks(data: st.DataObject) -> None:
 @CASES
 @given(data=st.data())
 def test_the_fast_reader_agrees_on_rank_files(data: st.DataObject) -> None:
-    """The Rust reader of `.tiktoken` files (`bpeforge::rank_file`) gives what the line reader gives, or
+    """The Rust reader of `.tiktoken` files (`formats/tiktoken.rs` in the core) gives what the line reader gives, or
     None: it never accepts a file the line reader refuses, nor reads one differently."""
     path = draw_file(data, tiktoken_mutations(), SCRATCH / "ranks.tiktoken")
     fast = bpeforge._core.parse_rank_file(path.read_bytes())

@@ -197,7 +197,7 @@ def test_every_bmp_character_equals_tiktoken():
     """Every character of 2 or 3 bytes, in order and shuffled, so that each meets other neighbours.
 
     Pieces with such characters start some of them as their tokens where a rule proves the ids
-    unchanged (`char_merges.rs`); the rule reads the bytes at each character's boundaries.
+    unchanged (`bpe/char_merges.rs`); the rule reads the bytes at each character's boundaries.
     """
     chars = [chr(code) for code in range(0x80, 0x10000) if not 0xD800 <= code < 0xE000]
     shuffled = chars.copy()

@@ -145,7 +145,7 @@ def cache_size_for(files: Sequence[Path] | None) -> int:
     """The encode cache a tokenizer needs for `encode_files` of `files` (as `list_inputs` gives them): none when
     every one is a text file.
 
-    Text files are encoded by workers that keep tables of their own for the run (`encode_files.rs`); the shared
+    Text files are encoded by workers that keep tables of their own for the run (`encode/files.rs`); the shared
     cache and the seeded table a tokenizer keeps for later calls serve only the records' batches. Building them was
     25-40 ms of `bpeforge encode`'s start, on one core (loading GPT-2's files: 80-97 against 57-59 ms). Inputs
     that could not be listed (None) get the default.

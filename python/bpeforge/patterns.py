@@ -8,7 +8,7 @@ A pattern that is not a preset but looks like a name (letters, digits, `-`,
 that literal word, and training "succeeds" on almost nothing. A regex that
 reads like a name is written inside a group: `(?:gpt2)`.
 
-The rule lives in the Rust core (`bpeforge::pattern_names`), which applies it
+The rule lives in the Rust core (`pretokenize/pattern_names.rs`), which applies it
 to every pattern it is given, so `bpeforge.Counts(..., pattern="gtp2")` is
 refused as `bpeforge.train(..., pattern="gtp2")` is.
 """

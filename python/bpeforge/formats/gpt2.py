@@ -112,7 +112,7 @@ def load(directory: str | os.PathLike[str]) -> tuple[Vocab, Merges]:
 
 
 def load_files(vocab_path: str | os.PathLike[str], merges_path: str | os.PathLike[str]) -> tuple[Vocab, Merges]:
-    """`vocab.json` and `merges.txt`: parsed by the Rust core in one pass (`bpeforge::gpt2_files`), which
+    """`vocab.json` and `merges.txt`: parsed by the Rust core in one pass (`formats/gpt2.rs`), which
     defers anything unusual to `load_vocab` and `load_merges` here, so that every error names the file and
     line and the two readers never disagree on what a file holds."""
     with open(vocab_path, "rb") as vocab_file, open(merges_path, "rb") as merges_file:

@@ -176,7 +176,7 @@ def load_tiktoken(
 def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
     """`{token bytes: rank}` from a `.tiktoken` file, in rank order, with line numbers in errors.
 
-    The Rust core reads a well-formed file in one pass (`bpeforge::rank_file`); anything unusual it
+    The Rust core reads a well-formed file in one pass (`formats/tiktoken.rs`); anything unusual it
     defers to the reader below, which decides and names the line. A `.gz`, `.xz` or `.zst` file is
     read decompressed, as corpora are."""
     data = _file_bytes(path)
@@ -259,7 +259,7 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
 
     For each token of more than one byte, by rank, BPE over its bytes with only
     lower-ranked tokens must stop at exactly two parts: they are its merge.
-    Recovered in the Rust core, in parallel (`bpeforge::ranks`).
+    Recovered in the Rust core, in parallel (`formats/rank_merges.rs`).
 
     >>> ranks = {bytes([b]): b for b in range(256)} | {b"or": 256, b" w": 257, b" wor": 258}
     >>> merges_from_ranks(ranks)
