@@ -215,9 +215,9 @@ def _check_tokenizer_directory(directory: Path) -> None:
         raise FileNotFoundError(f"{directory} does not exist; {what}")
     if not directory.is_dir():
         raise NotADirectoryError(f"{directory} is a file, not a directory; {what}")
-    missing = [name for name in (VOCAB_FILE, MERGES_FILE) if not (directory / name).is_file()]
+    missing = [str(directory / name) for name in (VOCAB_FILE, MERGES_FILE) if not (directory / name).is_file()]
     if missing:
-        raise FileNotFoundError(f"{directory} has no {' and no '.join(missing)}; {what}")
+        raise FileNotFoundError(f"{' and '.join(missing)} not found; {what}")
 
 
 def load_special_tokens(directory: str | os.PathLike[str]) -> list[str]:
