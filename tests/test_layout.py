@@ -168,3 +168,15 @@ def test_the_public_api_is_where_the_readme_says():
     assert callable(main)  # the console script `bpeforge = bpeforge.cli:main`
     assert callable(bpeforge.tiktoken.get_encoding)
     assert callable(bpeforge.ray.count) and callable(bpeforge.ray.encode)
+
+
+# A module a reader can hold in mind at once; past this, split it by concept (the Rust core's own limit,
+# 700 lines, is checked by crates/bpeforge/tests/layout.rs).
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_longer_than_a_reader_can_hold():
+    long = {
+        name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split these modules by concept (at most {MAX_MODULE_LINES} lines): {long}"
