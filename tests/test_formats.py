@@ -26,7 +26,7 @@ from bpeforge import Tokenizer
 from bpeforge.cli.convert import add_convert_command
 from bpeforge.formats import tiktoken_ranks
 from bpeforge.formats.gpt2 import MERGES_FILE, VOCAB_FILE, encode_token, load_merges
-from bpeforge.formats.hf import GPT2_PATTERN, hf_document, save_hf
+from bpeforge.formats.hf import GPT2_PATTERN, hf_document, load_hf, save_hf
 from bpeforge.formats.tiktoken_ranks import read_tiktoken_ranks, save_tiktoken, tiktoken_special_tokens
 from corpora import EMOJI, REGEX_WHITESPACE, SCRIPT_SAMPLES
 from hypothesis import given, settings
@@ -321,13 +321,14 @@ REFUSED_HF_CHANGES = {
 
 @pytest.mark.parametrize("change", REFUSED_HF_CHANGES)
 def test_load_hf_refuses_what_would_encode_differently(trained, tmp_path, change):
+    """The plain loader's refusals: such files load as a tokenizer.json pipeline instead (test_hf_pipelines.py)."""
     edit, message = REFUSED_HF_CHANGES[change]
     doc = hf_document(trained)
     edit(doc)
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ValueError, match=message):
-        Tokenizer.from_hf(path)
+        load_hf(path)
 
 
 def test_load_hf_reads_merges_as_strings_or_pairs(trained, tmp_path):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from bpeforge import _core
+from bpeforge import _core, hf_pipeline
 from bpeforge.arguments import thread_count
 from bpeforge.formats import gpt2, hf, tiktoken_ranks
 from bpeforge.formats.parts import TokenizerParts
@@ -136,9 +136,11 @@ class Tokenizer:
 
     @classmethod
     def from_hf(cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
-        """Load an HF `tokenizer.json` (byte-level BPE, GPT-2 pre-tokenizer); see `bpeforge.formats.hf`."""
+        """Load an HF `tokenizer.json` of a byte-level BPE, its whole pipeline (see `bpeforge.hf_pipeline`)."""
         with _gc_paused():
-            return cls._from_parts(hf.load_hf(path), path, cache_size)
+            return hf_pipeline.load_file(cls, path, cache_size)
+
+    from_pretrained = classmethod(hf_pipeline.load_directory)
 
     @classmethod
     def from_tiktoken(

@@ -55,7 +55,8 @@ another post-processor (it adds tokens),
 `ignore_merges`, dropout, subword prefixes or suffixes, byte fallback, added
 tokens with strip or single-word rules, or an added token whose id HF would not
 give it. Added tokens that are not `special` are loaded as special tokens too:
-both are matched in the text before pre-tokenization.
+both are matched in the text before pre-tokenization. `Tokenizer.from_hf` loads
+the files `load_hf` refuses as a whole pipeline (`bpeforge.hf_pipeline`).
 """
 
 from __future__ import annotations
@@ -412,6 +413,11 @@ def _hf_vocab_bytes(vocab_text: dict[str, int], specials: dict[str, int], where:
             "bpeforge finds a special token by its bytes, so it would not give it HF's id"
         )
     return vocab
+
+
+def merges_of(document: dict[str, Any], where: str = "") -> list[tuple[bytes, bytes]]:
+    """The merges of a `tokenizer.json` document as pairs of bytes, in rank order."""
+    return [_hf_merge(merge, rank, where) for rank, merge in enumerate(document["model"].get("merges") or [])]
 
 
 def _hf_merge(merge: Any, rank: int, where: str) -> tuple[bytes, bytes]:

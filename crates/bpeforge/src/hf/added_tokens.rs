@@ -106,6 +106,15 @@ impl Pass {
                 "it is empty once normalized",
             ));
         }
+        for (at, pattern) in patterns.iter().enumerate() {
+            if let Some(other) = patterns[..at].iter().position(|earlier| earlier == pattern) {
+                // `tokenizers` then picks one of the two by its hash map's order, which varies from run to run.
+                return Err(super::json::refuse(
+                    &format!("added tokens {:?} and {:?}", tokens[other].content, tokens[at].content),
+                    &format!("both are looked for as {pattern:?}, and tokenizers picks either"),
+                ));
+            }
+        }
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&patterns)
@@ -146,8 +155,12 @@ fn split<'t>(pass: Option<&Pass>, text: &'t str, out: &mut Vec<Segment<'t>>) {
         if taken < start {
             out.push(Segment::Text(&text[taken..start]));
         }
-        out.push(Segment::Token(token.id));
-        taken = stop;
+        // A match whose spaces an earlier one took (a token of spaces with lstrip and rstrip) is left
+        // empty, and `tokenizers` drops empty pieces, its token with them.
+        if start < stop {
+            out.push(Segment::Token(token.id));
+        }
+        taken = taken.max(stop);
     }
     if taken < text.len() {
         out.push(Segment::Text(&text[taken..]));
@@ -187,5 +200,6 @@ mod tests {
         assert_eq!(cut(vec![token("<a>", 1, ""), token("<a><b>", 2, "")], "x<a><b>y"), ["x", "<2>", "y"]);
         assert_eq!(cut(vec![token("<m>", 1, "lr")], "a  <m>  b"), ["a", "<1>", "b"]);
         assert_eq!(cut(vec![token("ab", 1, "w")], "ab xab ab"), ["<1>", " xab ", "<1>"]);
+        assert_eq!(cut(vec![token("  ", 1, "lr")], "a      "), ["a", "<1>"]);
     }
 }

@@ -42,10 +42,10 @@ use normalizers::Normalizer;
 use post_processors::PostProcessor;
 use pre_tokenizers::PreTokenizer;
 
+use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};
 use crate::encode::{EncodeState, Encoder};
 use crate::error::Error;
-use crate::bpe::vocab::Vocabulary;
 
 pub struct HfTokenizer {
     normalizer: Option<Normalizer>,
@@ -72,6 +72,8 @@ impl HfTokenizer {
         let model_json = doc
             .get("model")
             .ok_or_else(|| Error::InvalidArgument("not an HF tokenizer.json: no top-level 'model'".to_string()))?;
+        // The model's kind first: a file of another kind is named as such, not by the first step it lacks.
+        model::check_kind(model_json)?;
         let normalizer = Normalizer::parse(doc.get("normalizer").unwrap_or(&Value::Null))?;
         let pre_tokenizer = PreTokenizer::parse(doc.get("pre_tokenizer").unwrap_or(&Value::Null))?;
         let post = PostProcessor::parse(doc.get("post_processor").unwrap_or(&Value::Null))?;

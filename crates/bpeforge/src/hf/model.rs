@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::byte_level::ByteTable;
 use super::json::{field_bool, field_nonempty_str, refuse};
-use crate::error::Error;
 use crate::bpe::vocab::Vocabulary;
+use crate::error::Error;
 
 pub struct BpeModel {
     pub vocab: Vocabulary,
@@ -32,9 +32,7 @@ pub struct BpeModel {
 impl BpeModel {
     pub fn parse(json: &Value) -> Result<Self, Error> {
         let component = "model";
-        if json.get("type").and_then(Value::as_str).unwrap_or("BPE") != "BPE" {
-            return Err(refuse(&format!("model {:?}", json.get("type")), "bpeforge runs BPE models only"));
-        }
+        check_kind(json)?;
         for option in ["continuing_subword_prefix", "end_of_word_suffix"] {
             if let Some(value) = field_nonempty_str(json, option) {
                 return Err(refuse(&format!("model.{option} = {value:?}"), "bpeforge merges bytes without affixes"));
@@ -89,6 +87,15 @@ impl BpeModel {
         let vocab = Vocabulary::new(entries, &merges)?;
         Ok(Self { vocab, ignore_merges, dropped, texts })
     }
+}
+
+/// Refuses a model other than BPE.
+pub fn check_kind(json: &Value) -> Result<(), Error> {
+    let kind = json.get("type").and_then(Value::as_str).unwrap_or("BPE");
+    if kind != "BPE" {
+        return Err(refuse(&format!("model '{kind}'"), "bpeforge runs BPE models only"));
+    }
+    Ok(())
 }
 
 /// Give each byte the vocabulary lacks an id past all others (bpeforge's

@@ -149,7 +149,10 @@ mod tests {
         assert_eq!(found, [(0, 2), (3, 5)]);
         Matcher::Literal("ab".into()).find("abab a", &mut found).unwrap();
         assert_eq!(found, [(0, 2), (2, 4)]);
-        Matcher::onig(&to_onig(crate::pretokenize::pattern::CL100K), "test").unwrap().find("Hi 123!", &mut found).unwrap();
+        Matcher::onig(&to_onig(crate::pretokenize::pattern::CL100K), "test")
+            .unwrap()
+            .find("Hi 123!", &mut found)
+            .unwrap();
         assert_eq!(found, [(0, 2), (2, 3), (3, 6), (6, 7)]);
     }
 }
