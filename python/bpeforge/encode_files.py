@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from bpeforge.arguments import thread_count
-from bpeforge.formats import npy
+from bpeforge.formats import npy, token_files
 from bpeforge.formats.atomic import check_output, open_atomically
 from bpeforge.formats.npy import NpyWriter
 from bpeforge.inputs import (
@@ -85,8 +85,11 @@ def encode_files(
     records: RecordOptions | None = None,
     separator: int | None = None,
     files: Sequence[Path] | None = None,
+    format: str = "npy",
+    shard_tokens: int | None = None,
 ) -> EncodeStats:
-    """Encode `inputs` into one `.npy` array of `dtype`, atomically.
+    """Encode `inputs` into one `.npy` array of `dtype`, atomically, or into the token files of another
+    `format` (`token_files.FORMATS`, docs/token-files.md; `dtype` from `token_files.choose_dtype`).
 
     `inputs` are what training takes: text files (plain, .gz, .xz, .zst),
     directories (searched recursively, `glob` filtering names), JSON Lines and
@@ -101,6 +104,19 @@ def encode_files(
     threads = thread_count(threads, "threads")
     records = records if records is not None else RecordOptions()
     guarded = [*inputs, *([tokenizer_path] if tokenizer_path is not None else [])]
+    if format != "npy":
+        separator = _stack_separator(tokenizer, format, separator)
+        token_writer = token_files.open_writer(
+            format, output, dtype, separator, shard_tokens=shard_tokens, overwrite=overwrite, inputs=guarded
+        )
+        files = list(files) if files is not None else expand(inputs, glob)
+        rate = lambda elapsed: f"{token_writer.tokens / max(elapsed, 1e-9):,.0f} tokens/s"  # noqa: E731
+        with token_writer, progress_bars(progress, rate) as bars:
+            counter = _ByteCounter(bars, _plain_size(files))
+            encode_documents(tokenizer, files, token_writer, os.fspath(output), threads, counter, records)
+        warn_skipped(records.skipped)
+        elapsed = time.perf_counter() - started
+        return EncodeStats(counter.done, token_writer.tokens, elapsed, len(files), len(records.skipped))
     writer = NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded)
     files = list(files) if files is not None else expand(inputs, glob)
     segments = list(_segments(files, one_per_text_file=separator is not None))
@@ -131,6 +147,18 @@ def encode_files(
     return EncodeStats(counter.done, tokens, time.perf_counter() - started, len(files), len(records.skipped))
 
 
+def _stack_separator(tokenizer: Tokenizer, format: str, separator: int | None) -> int | None:
+    """The separator given, else `<|endoftext|>` where the stack's own preprocessing always puts one in."""
+    if separator is not None or not token_files.needs_separator(format):
+        return separator
+    if "<|endoftext|>" in tokenizer.special_tokens:
+        return tokenizer.token_to_id("<|endoftext|>")
+    raise ValueError(
+        f"--format {format} puts a document separator (EOT/EOS) in as its stack does, and the tokenizer has no "
+        "<|endoftext|>: name one of its special tokens with --document-separator (in Python: separator=ID)"
+    )
+
+
 def list_inputs(inputs: Sequence[str | os.PathLike[str]], glob: str | None = None) -> list[Path] | None:
     """`expand(inputs, glob)` for a caller that wants the files before `encode_files` (and hands them to it, so
     that a directory is walked once), or None where listing fails: `encode_files` then lists them again and
@@ -154,6 +182,36 @@ def cache_size_for(files: Sequence[Path] | None) -> int:
         return 0 if files and all(kind(path) == "text" for path in files) else DEFAULT_CACHE_SIZE
     except ValueError:  # a compressed Parquet file: `encode_files` names it
         return DEFAULT_CACHE_SIZE
+
+
+def encode_documents(
+    tokenizer: Tokenizer,
+    files: Sequence[Path],
+    writer: token_files.TokenWriter,
+    output: str,
+    threads: int,
+    counter: _ByteCounter,
+    records: RecordOptions,
+) -> None:
+    """Every document (a text file, a record) handed to `writer` with its ids, in input order: the core
+    appends a text file's ids into the writer's file (`output` names it in errors); records come a batch at
+    a time."""
+    for source_kind, paths in _segments(files, one_per_text_file=True):
+        if source_kind == "text":
+            source = [os.fspath(paths[0])]
+
+            def append(fd: int, offset: int, source: list[str] = source) -> int:
+                read, appended = tokenizer._core.encode_files_to_fd(
+                    source, writer.itemsize, fd, offset, output, threads, None, counter.core
+                )
+                counter.done += read
+                return appended
+
+            writer.add_document_from_core(append)
+        else:
+            for batch in batched_texts(_documents(paths[0], source_kind, records), BATCH_CHARS):
+                writer.add_documents(*tokenizer.encode_batch_to_numpy(batch, threads))
+                counter.add(sum(len(document.encode("utf-8")) for document in batch))
 
 
 def _segments(files: Sequence[Path], *, one_per_text_file: bool) -> Iterator[tuple[str, list[Path]]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from bpeforge import encode_files
 from bpeforge.cli.options import add_ray_option, add_record_options, add_threads_option, check_ray_options, stdin_inputs
 from bpeforge.cli.tokenizer_args import SOURCES, add_tokenizer_overrides, open_from_args, tokenizer_paths
+from bpeforge.formats import token_files
 from bpeforge.formats.atomic import check_output, open_stream
 from bpeforge.formats.output_target import output_target
 from bpeforge.inputs import RecordOptions
@@ -36,7 +37,21 @@ def add_encode_command(commands: argparse._SubParsersAction) -> None:
         "--output",
         required=True,
         type=Path,
-        help="output .npy file, - for standard output (with --ray: a directory)",
+        help="output .npy file, - for standard output (with --ray: a directory); with --format: megatron a path "
+        "prefix (PREFIX.bin, PREFIX.idx), datatrove and llmc a directory, nanogpt and olmo a file",
+    )
+    cmd.add_argument(
+        "--format",
+        choices=token_files.FORMATS,
+        default="npy",
+        help="the token files of a training stack (docs/token-files.md): npy (default), megatron, datatrove, "
+        "llmc, nanogpt, olmo; each with the separator, id type and shards its own preprocessing uses",
+    )
+    cmd.add_argument(
+        "--shard-tokens",
+        type=int,
+        metavar="N",
+        help="datatrove and llmc: ids per shard (llmc's default: 100,000,000; datatrove: one file)",
     )
     cmd.add_argument(
         "--document-separator",
@@ -44,7 +59,11 @@ def add_encode_command(commands: argparse._SubParsersAction) -> None:
         help="append this special token (e.g. '<|endoftext|>') after each text file and each record; "
         "default: none, the ids of the documents follow each other",
     )
-    cmd.add_argument("--dtype", choices=sorted(encode_files.DTYPES), help="default: uint16 when the vocab fits")
+    cmd.add_argument(
+        "--dtype",
+        choices=sorted({*encode_files.DTYPES, "int32"}),
+        help="default: uint16 when the vocab fits, else uint32 (megatron: as preprocess_data.py, int32)",
+    )
     add_threads_option(cmd)
     cmd.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
@@ -58,6 +77,8 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     if args.ray is not None:
         if args.document_separator is not None:
             parser.error("--document-separator does not apply with --ray: its shards record where documents start")
+        if args.format != "npy":
+            parser.error("--format applies without --ray; on Ray the shards are .npy")
         from bpeforge.cli.on_ray import run_encode
 
         return run_encode(args)
@@ -67,7 +88,10 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     # The tokenizer lives until the process ends: frozen, its objects (a tuple, a bytes and an int a token and a
     # merge) are not walked again by the collection at exit, 7 of the 125 ms of encoding a small file with GPT-2.
     gc.freeze()
-    dtype = encode_files.choose_dtype(tokenizer, args.dtype)
+    if args.format == "npy":
+        dtype = encode_files.choose_dtype(tokenizer, args.dtype)
+    else:
+        dtype = token_files.choose_dtype(args.format, tokenizer.vocab_size, args.dtype)
     stats = encode_files.encode_files(
         tokenizer,
         args.inputs,
@@ -83,6 +107,8 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         ),
         separator=_separator_id(tokenizer, args.document_separator),
         files=files,
+        format=args.format,
+        shard_tokens=args.shard_tokens,
     )
     print(_encode_summary(args.output, dtype, stats))
     return 0
