@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use super::char_classes::{SPACE, WORD};
@@ -41,6 +42,8 @@ pub enum Segment<'t> {
 
 pub struct AddedVocabulary {
     tokens: Vec<AddedToken>,
+    /// Id -> index in `tokens`, for decoding (Whisper has 1,609 added tokens).
+    by_id: FxHashMap<u32, usize>,
     raw: Option<Pass>,
     normalized: Option<Pass>,
 }
@@ -75,12 +78,18 @@ impl AddedVocabulary {
         Ok(Self {
             raw: Pass::new(raw, |token| token.content.clone())?,
             normalized: Pass::new(normalized, spell)?,
+            by_id: tokens.iter().enumerate().map(|(index, token)| (token.id, index)).collect(),
             tokens,
         })
     }
 
     pub fn tokens(&self) -> &[AddedToken] {
         &self.tokens
+    }
+
+    /// The added token with this id, if any.
+    pub fn token(&self, id: u32) -> Option<&AddedToken> {
+        self.by_id.get(&id).map(|&index| &self.tokens[index])
     }
 
     /// `text` cut at the added tokens with `normalized: false`.

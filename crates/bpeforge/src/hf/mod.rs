@@ -184,9 +184,7 @@ impl HfTokenizer {
     /// The text of token `id` as the file spells it (an added token's own text first).
     pub fn token_text(&self, id: u32) -> Option<&str> {
         self.added
-            .tokens()
-            .iter()
-            .find(|token| token.id == id)
+            .token(id)
             .map(|token| token.content.as_str())
             .or_else(|| self.model.texts.get(id as usize).and_then(Option::as_deref))
     }
