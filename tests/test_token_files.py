@@ -319,3 +319,29 @@ def test_a_folder_of_other_files_is_never_replaced(tokenizer, inputs, tmp_path):
 def test_shards_only_where_the_stack_shards(tokenizer, inputs, tmp_path):
     with pytest.raises(ValueError, match="--shard-tokens applies to datatrove and llmc"):
         encode(tokenizer, inputs, "megatron", tmp_path / "p", shard_tokens=10)
+
+
+def test_megatron_index_of_many_documents(tokenizer, tmp_path):
+    """More sequences than the index assembles without NumPy, and empty records between them."""
+    texts = [f"the cat {i}" if i % 7 else "" for i in range(3000)]
+    (tmp_path / "many.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    eot = tokenizer.token_to_id(EOT)
+    encode(tokenizer, [tmp_path / "many.jsonl"], "megatron", tmp_path / "many", separator=eot)
+    index = read_megatron_index(tmp_path / "many.idx")
+    sequences, ends = megatron_expected([tokenizer.encode(t) for t in texts], eot)
+    assert index["lengths"].tolist() == [len(ids) for ids in sequences]
+    assert index["pointers"].tolist() == (2 * np.cumsum([0] + [len(ids) for ids in sequences])[:-1]).tolist()
+    assert index["document_ends"].tolist() == ends.tolist()
+
+
+@pytest.mark.parametrize("format", ["megatron", "datatrove", "llmc", "nanogpt"])
+def test_text_files_alone_never_import_numpy(tokenizer_dir, inputs, tmp_path, format):
+    """NumPy's import is a tenth of a second of a small run; the text path writes what the core packed."""
+    script = (
+        "import sys\nfrom bpeforge.cli import main\n"
+        f"code = main(['encode', {str(inputs[-1])!r}, '--tokenizer', {str(tokenizer_dir)!r}, '--format', "
+        f"{format!r}, '-o', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
+        "assert code == 0 and 'numpy' not in sys.modules, sorted(m for m in sys.modules if 'numpy' in m)[:3]\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

@@ -11,6 +11,7 @@ datatrove's `max_tokens_per_file` splits: `00000_00000_unshuffled.ds`, `00000_00
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
@@ -111,6 +112,9 @@ class DatatroveWriter(TokenWriter):
 
         count = np.arange(1, len(offsets) - first)
         return count if self.separator is not None else 0
+
+    def _end_document(self, length: int) -> None:
+        self._index.write(struct.pack("<Q", self._ids.tokens))
 
     def _end_documents(self, lengths) -> None:
         import numpy as np

@@ -13,6 +13,7 @@ index of any number of documents is written in bounded memory.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import tempfile
@@ -72,15 +73,27 @@ class MegatronWriter(TokenWriter):
     def _append_from_core(self, append: CoreAppend) -> int:
         return self._ids.append_from_core(append)
 
+    def _end_document(self, length: int) -> None:
+        self._check_length(length)
+        if length:
+            self._lengths.write(struct.pack("<i", length))
+            self.sequences += 1
+        self._ends.write(struct.pack("<q", self.sequences))
+        self.documents += 1
+
+    def _check_length(self, length: int) -> None:
+        if length >= 1 << 31:
+            raise ValueError(
+                f"{self.prefix}.bin: a document of {length:,} ids; Megatron's int32 sequence lengths hold fewer "
+                "than 2**31"
+            )
+
     def _end_documents(self, lengths) -> None:
         import numpy as np
 
         lengths = np.asarray(lengths, dtype=np.int64)
-        if lengths.size and int(lengths.max()) >= 1 << 31:
-            raise ValueError(
-                f"{self.prefix}.bin: a document of {int(lengths.max()):,} ids; Megatron's int32 "
-                "sequence lengths hold fewer than 2**31"
-            )
+        if lengths.size:
+            self._check_length(int(lengths.max()))
         sequences = lengths[lengths > 0]
         self._lengths.write(sequences.astype("<i4").tobytes())
         self._ends.write((self.sequences + np.cumsum(lengths > 0, dtype=np.int64)).astype("<i8").tobytes())
@@ -103,8 +116,6 @@ class MegatronWriter(TokenWriter):
         return None
 
     def _write_index(self, out: BinaryIO) -> None:
-        import numpy as np
-
         out.write(MAGIC + struct.pack("<Q", VERSION) + struct.pack("<B", DTYPE_CODES[self.dtype]))
         out.write(struct.pack("<Q", self.sequences) + struct.pack("<Q", self.documents + 1))
         self._copy(self._lengths, out)
@@ -112,11 +123,8 @@ class MegatronWriter(TokenWriter):
         self._lengths.seek(0)
         start = 0
         while block := self._lengths.read(_BLOCK * 4):
-            lengths = np.frombuffer(block, dtype="<i4").astype(np.int64) * self.itemsize
-            ends = np.cumsum(lengths) + start
-            out.write((ends - lengths).astype("<i8").tobytes())
-            start = int(ends[-1])
-        out.write(struct.pack("<q", 0))
+            start = _write_offsets(block, self.itemsize, start, out)
+        out.write(struct.pack("<q", 0))  # the document indices start at 0
         self._copy(self._ends, out)
 
     @staticmethod
@@ -125,3 +133,19 @@ class MegatronWriter(TokenWriter):
         spill.seek(0)
         while block := spill.read(_BLOCK * 8):
             out.write(block)
+
+
+def _write_offsets(block: bytes, itemsize: int, start: int, out: BinaryIO) -> int:
+    """The byte offsets of the sequences whose int32 lengths are `block`, the first at `start`; returns where
+    the next one starts. NumPy only for many: text files alone are a few sequences."""
+    if len(block) <= 4 * 1024:
+        lengths = struct.unpack(f"<{len(block) // 4}i", block)
+        offsets = list(itertools.accumulate((length * itemsize for length in lengths[:-1]), initial=start))
+        out.write(struct.pack(f"<{len(offsets)}q", *offsets))
+        return offsets[-1] + lengths[-1] * itemsize
+    import numpy as np
+
+    sizes = np.frombuffer(block, dtype="<i4").astype(np.int64) * itemsize
+    ends = np.cumsum(sizes) + start
+    out.write((ends - sizes).astype("<i8").tobytes())
+    return int(ends[-1])
