@@ -6,6 +6,7 @@
 """
 
 from bpeforge._core import PATTERNS
+from bpeforge._core import build_info as _build_info
 from bpeforge._core import pretokenize as _pretokenize
 from bpeforge.counts import Counts, count, load_counts, merge_counts, save_counts, train_from_counts
 from bpeforge.formats.gpt2 import load
@@ -19,6 +20,22 @@ def pretokenize(text: str, pattern: str = "gpt2") -> list[str]:
     """The pre-tokens of one document (special tokens are not split off) with a
     preset ("gpt2", "cl100k", "o200k", "llama3", "qwen2") or a custom regex."""
     return _pretokenize(text, normalize_pattern(pattern))
+
+
+def build_info() -> dict[str, object]:
+    """What this build runs on this CPU, as a dict:
+
+    - ``arch``: the CPU architecture ("x86_64", "aarch64", ...);
+    - ``simd_level``: the SIMD level the pre-tokenizer's scanners run at
+      ("baseline", "avx2", "avx512" or "neon");
+    - ``simd_best``: the best level this CPU has; ``simd_levels``: all it has;
+    - ``simd_cap``: the environment variable ``BPEFORGE_SIMD`` as read at the
+      first scan (``None`` where unset), which caps the level;
+    - ``cpu_features``: the CPU features the levels depend on that it has;
+    - ``simd_note``: why the cap was not taken as given (a level above what
+      the CPU has, or no level name), else ``None``.
+    """
+    return dict(_build_info())
 
 
 def __getattr__(name: str) -> str:
@@ -42,6 +59,7 @@ __all__ = [
     "TrainStats",
     "TrainingNote",
     "__version__",
+    "build_info",
     "count",
     "load",
     "load_counts",

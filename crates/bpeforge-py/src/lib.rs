@@ -183,6 +183,34 @@ fn parse_rank_file<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'
     Ok(Some(PyList::new(py, ranks.iter().map(|(token, rank)| (PyBytes::new(py, token), *rank)))?))
 }
 
+/// What this build runs on this CPU: the SIMD level of the pre-tokenizer's
+/// scanners, the best the CPU has, the `BPEFORGE_SIMD` cap as read, the
+/// levels the CPU has, the CPU features they depend on, and a note where the
+/// cap was not taken as given.
+#[pyfunction]
+fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let report = bpeforge::simd_report();
+    let info = PyDict::new(py);
+    info.set_item("arch", std::env::consts::ARCH)?;
+    info.set_item("simd_level", report.level.name())?;
+    info.set_item("simd_best", report.best.name())?;
+    info.set_item("simd_cap", report.cap)?;
+    info.set_item("simd_levels", bpeforge::SimdLevel::supported().iter().map(|l| l.name()).collect::<Vec<_>>())?;
+    info.set_item("cpu_features", report.cpu_features)?;
+    info.set_item("simd_note", report.note)?;
+    Ok(info)
+}
+
+/// Run the scanners at `level` (a name `build_info()["simd_levels"]` lists)
+/// from now on, in every thread: the tests compare the levels this way.
+#[pyfunction]
+fn set_simd_level(level: &str) -> PyResult<()> {
+    let known = bpeforge::SimdLevel::from_name(level).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!("{level:?} is no SIMD level of this platform"))
+    })?;
+    bpeforge::SimdLevel::set_active(known).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
@@ -198,6 +226,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add_function(wrap_pyfunction!(pools::py_max_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(set_simd_level, m)?)?;
     m.add("DEFAULT_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)?;
     m.add("PATTERNS", bpeforge::PRESETS)?;
     Ok(())

@@ -61,5 +61,6 @@ pub use train::{
 };
 pub use util::huge_pages::vec_with_capacity;
 pub use util::recycled::give_back;
+pub use util::simd_level::{simd_report, SimdLevel, SimdReport, SIMD_ENV};
 pub use util::threads::{max_threads, thread_count, CallPool};
 pub use util::utf32::push_utf8;

@@ -33,6 +33,8 @@
 //! tests below compare them on generated text, and every preset's scanner is
 //! checked against `regex` in `tests/test_scanners.py`.
 
+#[cfg(target_arch = "aarch64")]
+use super::classify::Neon;
 #[cfg(target_arch = "x86_64")]
 use super::classify::{Avx2, Avx512};
 use super::classify::{Baseline, Classify, Level, Masks, BLOCK};
@@ -108,14 +110,14 @@ impl PieceEnds {
     /// false when there were none left.
     #[inline(always)]
     pub(crate) fn fill<S: Scanner>(&mut self, bytes: &[u8]) -> bool {
-        // SAFETY: `best` is a level the CPU has.
-        unsafe { self.fill_at::<S>(bytes, Level::best()) }
+        // SAFETY: `active` is a level the CPU has.
+        unsafe { self.fill_at::<S>(bytes, Level::active()) }
     }
 
     /// `fill` with `level`'s classifier. A batch (about 1 KB of English) is
     /// worth one branch on the level; the AVX loops are functions of their
-    /// own, compiled with their features, and the baseline's is inlined
-    /// here.
+    /// own, compiled with their features, and the baseline's (and NEON's,
+    /// which every aarch64 target enables) is inlined here.
     ///
     /// # Safety
     /// The CPU has `level` (`Level::is_supported`).
@@ -130,6 +132,8 @@ impl PieceEnds {
                 Level::Avx2 => self.fill_avx2::<S>(bytes),
                 #[cfg(target_arch = "x86_64")]
                 Level::Avx512 => self.fill_avx512::<S>(bytes),
+                #[cfg(target_arch = "aarch64")]
+                Level::Neon => self.fill_with::<S, Neon>(bytes),
             }
         }
     }
@@ -413,10 +417,10 @@ mod tests {
     }
 
     /// The pieces of the block scanner, the same with each classifier the
-    /// CPU has (`for_each_batch` uses only the best).
+    /// CPU has (`for_each_batch` uses only the active one).
     fn block_pieces<S: Scanner>(text: &str) -> Vec<&str> {
         let mut pieces: Option<Vec<&str>> = None;
-        for &level in Level::ALL.iter().filter(|level| level.is_supported()) {
+        for level in Level::supported() {
             let (mut batch, mut out, mut from) = (PieceEnds::new(), Vec::new(), 0);
             // SAFETY: the CPU has `level` (filtered above).
             while unsafe { batch.fill_at::<S>(text.as_bytes(), level) } {

@@ -11,11 +11,12 @@
 //!
 //! Several implementations give the same masks (`Classify`). On x86-64:
 //! SSE2 (part of the x86-64 baseline, so always there), AVX2 and
-//! AVX-512BW, the best the CPU has chosen at run time (`Level::best`), as
-//! the build targets plain x86-64 (no `target-feature`). Elsewhere: the
-//! `charclass` table a byte at a time, which is also the reference every
-//! other implementation is tested against, on every byte value at every
-//! position.
+//! AVX-512BW, the best the CPU has (capped by `BPEFORGE_SIMD`) chosen at
+//! run time (`Level::active`), as the build targets plain x86-64 (no
+//! `target-feature`). On aarch64: NEON (`neon.rs`), part of every aarch64
+//! CPU. Everywhere: the `charclass` table a byte at a time (the baseline
+//! outside x86-64), which is also the reference every other implementation
+//! is tested against, on every byte value at every position.
 
 use crate::pretokenize::charclass::{ASCII, LETTER, NUMBER, SPACE};
 
@@ -55,57 +56,9 @@ pub(crate) trait Classify {
     unsafe fn classify(block: &[u8; BLOCK]) -> Masks;
 }
 
-/// The implementations a CPU may have, best last.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Level {
-    /// SSE2 on x86-64, the table elsewhere: there on every CPU.
-    Baseline,
-    /// AVX2, with BMI1/2, POPCNT and LZCNT for the rest of the loop (every
-    /// CPU with AVX2 has them): 32 bytes a compare.
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    /// AVX-512BW (and the same scalar extensions): a compare of 64 bytes
-    /// gives a mask directly, in a mask register.
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-}
-
-impl Level {
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) const ALL: &'static [Level] = &[Level::Baseline, Level::Avx2, Level::Avx512];
-    #[cfg(not(target_arch = "x86_64"))]
-    pub(crate) const ALL: &'static [Level] = &[Level::Baseline];
-
-    /// Whether this CPU has the level's instructions.
-    pub(crate) fn is_supported(self) -> bool {
-        match self {
-            Level::Baseline => true,
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => {
-                std::is_x86_feature_detected!("avx2")
-                    && std::is_x86_feature_detected!("bmi1")
-                    && std::is_x86_feature_detected!("bmi2")
-                    && std::is_x86_feature_detected!("popcnt")
-                    && std::is_x86_feature_detected!("lzcnt")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx512 => {
-                Level::Avx2.is_supported()
-                    && std::is_x86_feature_detected!("avx512f")
-                    && std::is_x86_feature_detected!("avx512bw")
-            }
-        }
-    }
-
-    /// The best level this CPU has, detected on the first call and kept
-    /// (`is_x86_feature_detected!` caches too, but each call still tests
-    /// several bits; this is one load).
-    #[inline]
-    pub(crate) fn best() -> Level {
-        static BEST: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
-        *BEST.get_or_init(|| Level::ALL.iter().copied().rfind(|level| level.is_supported()).unwrap_or(Level::Baseline))
-    }
-}
+/// The levels a CPU may have (`util::simd_level`): which one runs is
+/// chosen there, capped by `BPEFORGE_SIMD`.
+pub(crate) use crate::util::simd_level::SimdLevel as Level;
 
 /// One byte at a time from `charclass::ASCII`.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
@@ -131,7 +84,8 @@ pub(crate) fn classify_bytes(block: &[u8; BLOCK]) -> Masks {
     masks
 }
 
-/// `classify_bytes`, the implementation where there is no other.
+/// `classify_bytes`, the implementation where there is no other, and
+/// aarch64's baseline (the reference NEON is compared with).
 #[cfg(not(target_arch = "x86_64"))]
 pub(crate) struct Table;
 
@@ -149,6 +103,8 @@ impl Classify for Table {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+pub(crate) use super::neon::Neon;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86::{Avx2, Avx512, Sse2};
 
@@ -424,9 +380,15 @@ mod tests {
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            assert_eq!(level, Level::Baseline);
-            // SAFETY: the table needs no instructions.
-            Some(unsafe { Table::classify(block) })
+            // SAFETY: the table needs no instructions, and NEON is part of
+            // every aarch64 CPU.
+            Some(unsafe {
+                match level {
+                    Level::Baseline => Table::classify(block),
+                    #[cfg(target_arch = "aarch64")]
+                    Level::Neon => Neon::classify(block),
+                }
+            })
         }
     }
 

@@ -2,9 +2,20 @@
 //! written out, then every short string over an alphabet with a char of each
 //! class the patterns tell apart. (fancy-regex and `regex` differ only on the
 //! code points Unicode 17.0 newly assigned, none of which is used here; the
-//! Python tests compare against `regex` itself.)
+//! Python tests compare against `regex` itself.) Each test runs at every
+//! SIMD level this CPU has (`at_every_level`).
 
 use crate::pretokenize::pattern::{Pattern, PRESETS};
+use crate::util::simd_level::{with_level, SimdLevel};
+
+/// Run `check` with the scanners of this thread at each level the CPU has.
+fn at_every_level(check: impl Fn()) {
+    let levels = SimdLevel::supported();
+    assert!(levels.contains(&SimdLevel::best()));
+    for level in levels {
+        with_level(level, &check);
+    }
+}
 
 fn pieces<'t>(pattern: &Pattern, text: &'t str) -> Vec<&'t str> {
     let mut out = Vec::new();
@@ -53,11 +64,13 @@ fn narrated_cases() {
         ("gpt2", "DON'T", &["DON", "'", "T"]),
     ];
     let by_name = pairs();
-    for &(name, text, expected) in cases {
-        let (_, scanner, regex) = by_name.iter().find(|(n, ..)| *n == name).unwrap();
-        assert_eq!(pieces(regex, text), expected, "the expectation itself, {name} on {text:?}");
-        assert_eq!(pieces(scanner, text), expected, "{name} on {text:?}");
-    }
+    at_every_level(|| {
+        for &(name, text, expected) in cases {
+            let (_, scanner, regex) = by_name.iter().find(|(n, ..)| *n == name).unwrap();
+            assert_eq!(pieces(regex, text), expected, "the expectation itself, {name} on {text:?}");
+            assert_eq!(pieces(scanner, text), expected, "{name} on {text:?}");
+        }
+    });
 }
 
 /// Every string of up to `max_len` chars of `alphabet`.
@@ -83,7 +96,28 @@ fn every_short_string() {
         "a", "A", "ǅ", "ʰ", "日", "\u{301}", "1", "٣", " ", "\t", "\n", "\r", "\u{3000}", "!", "/", "'", "s", "S", "ſ",
         "l", "e", "\u{212A}",
     ];
-    all_strings(&alphabet, 3, |text| assert_same(&pairs, text));
     let small = [" ", "\n", "a", "A", "ʰ", "\u{301}", "1", "!", "'", "s", "L"];
-    all_strings(&small, 5, |text| assert_same(&pairs, text));
+    at_every_level(|| {
+        all_strings(&alphabet, 3, |text| assert_same(&pairs, text));
+        all_strings(&small, 5, |text| assert_same(&pairs, text));
+    });
+}
+
+/// Texts longer than a window (64 bytes), so that the block scanners and
+/// their classifier decide most pieces: each short string above repeated
+/// past two windows, and after ASCII prefixes of each length up to one.
+#[test]
+fn strings_longer_than_a_window() {
+    let pairs = pairs();
+    let alphabet = [" ", "\n", "a", "A", "1", "!", "'", "s", "/", "é", "\r", "—"];
+    at_every_level(|| {
+        all_strings(&alphabet, 3, |text| {
+            let repeated = text.repeat(140 / text.len().max(1));
+            assert_same(&pairs, &repeated);
+        });
+        for len in 0..=65 {
+            let prefix: String = "ab 1'x\n".chars().cycle().take(len).collect();
+            assert_same(&pairs, &format!("{prefix}don't  stop—’s 42 é ok"));
+        }
+    });
 }

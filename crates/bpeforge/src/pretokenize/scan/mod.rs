@@ -28,6 +28,8 @@ mod blocks;
 pub(crate) mod cl100k;
 mod classify;
 pub(crate) mod gpt2;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 pub(crate) mod o200k;
 
 pub(crate) use blocks::{for_each_batch, PieceEnds, BATCH_PIECES, BATCH_ROOM};
