@@ -76,6 +76,10 @@ impl PreTokenizer {
 
     /// Call `visit` with each piece of `text`, in order, as the bytes the BPE merges.
     pub fn pre_tokenize(&self, text: &str, mut visit: impl FnMut(&[u8])) -> Result<(), Error> {
+        if let Some(preset) = self.single_preset() {
+            // The same pieces, straight from the scanner, without a string a step.
+            return preset.for_each_piece(text, |piece| visit(piece.as_bytes()));
+        }
         let mut current: Vec<String> = vec![text.to_string()];
         let mut next = Vec::new();
         let mut found = Vec::new();
