@@ -105,7 +105,7 @@ def encode_files(
     records = records if records is not None else RecordOptions()
     guarded = [*inputs, *([tokenizer_path] if tokenizer_path is not None else [])]
     if format != "npy":
-        separator = _stack_separator(tokenizer, format, separator)
+        separator = stack_separator(tokenizer, format, separator)
         token_writer = token_files.open_writer(
             format, output, dtype, separator, shard_tokens=shard_tokens, overwrite=overwrite, inputs=guarded
         )
@@ -147,7 +147,7 @@ def encode_files(
     return EncodeStats(counter.done, tokens, time.perf_counter() - started, len(files), len(records.skipped))
 
 
-def _stack_separator(tokenizer: Tokenizer, format: str, separator: int | None) -> int | None:
+def stack_separator(tokenizer: Tokenizer, format: str, separator: int | None) -> int | None:
     """The separator given, else `<|endoftext|>` where the stack's own preprocessing always puts one in."""
     if separator is not None or not token_files.needs_separator(format):
         return separator

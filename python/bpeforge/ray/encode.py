@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import ray
 
-from bpeforge.encode_files import choose_dtype
+from bpeforge.encode_files import choose_dtype, stack_separator
+from bpeforge.formats import token_files
 from bpeforge.formats.atomic import check_apart_from_inputs, check_output, write_text_atomically
 from bpeforge.formats.gpt2 import read_json
 from bpeforge.formats.npy import NpyWriter
@@ -38,6 +39,7 @@ from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES, Shard, input_stamps, plan_files
+from bpeforge.ray.token_files import write_from_shards
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import normalize_paths
 
@@ -55,6 +57,7 @@ class EncodeResult:
     tokens: int
     # Inputs whose size or modification time changed since an earlier run of the job: their shards were redone.
     changed_inputs: tuple[str, ...] = ()
+    output: Path | None = None  # the token files of `format`, when not npy
 
 
 def encode(
@@ -69,9 +72,23 @@ def encode(
     text_column: str = TEXT_COLUMN,
     overwrite: bool = False,
     progress: bool = False,
+    format: str = "npy",
+    output: str | os.PathLike[str] | None = None,
+    separator: int | None = None,
+    shard_tokens: int | None = None,
 ) -> EncodeResult:
     """Encode `inputs` (text files, directories, or a Dataset with a
-    `text_column`) into token shards under `out_dir`, resuming an earlier run."""
+    `text_column`) into token shards under `out_dir`, resuming an earlier run.
+
+    With a `format` other than npy, the shards are then also written as that stack's token files at `output`
+    (`bpeforge encode --format`'s files, `separator` and `shard_tokens` as there; docs/token-files.md)."""
+    stack_dtype = None
+    if format != "npy":
+        if output is None:
+            raise ValueError(f"format={format!r} writes its token files at `output`: give a path for them")
+        stack_dtype = token_files.choose_dtype(format, tokenizer.vocab_size, dtype)
+        separator = stack_separator(tokenizer, format, separator)
+        dtype = "uint16" if token_files.ITEMSIZE[stack_dtype] == 2 else "uint32"  # the shards' ids: the same bytes
     dtype = choose_dtype(tokenizer, dtype)
     out = Path(out_dir)
     if not is_dataset(inputs):
@@ -98,7 +115,13 @@ def encode(
     wait_all(todo, refs, progress=progress)
     index = _write_index(out, shards, job)
     _remove_leftovers(out, len(shards))
-    return EncodeResult(out, len(shards), len(shards) - len(todo), index["num_tokens"], tuple(changed))
+    written = None
+    if stack_dtype is not None:
+        sources = [] if is_dataset(inputs) else normalize_paths(inputs)
+        options = {"dtype": stack_dtype, "separator": separator, "shard_tokens": shard_tokens, "overwrite": overwrite}
+        write_from_shards(out, index, format, output, **options, inputs=sources)
+        written = Path(output)
+    return EncodeResult(out, len(shards), len(shards) - len(todo), index["num_tokens"], tuple(changed), written)
 
 
 def read_index(out_dir: str | os.PathLike[str]) -> dict:

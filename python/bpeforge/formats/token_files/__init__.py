@@ -16,7 +16,7 @@ from bpeforge.formats.token_files.llmc import LlmcWriter
 from bpeforge.formats.token_files.megatron import MegatronWriter
 from bpeforge.formats.token_files.writer import TokenWriter
 
-__all__ = ["FORMATS", "SHARDED", "TokenWriter", "choose_dtype", "needs_separator", "open_writer"]
+__all__ = ["FORMATS", "ITEMSIZE", "SHARDED", "TokenWriter", "choose_dtype", "needs_separator", "open_writer"]
 
 FORMATS = ("npy", "megatron", "datatrove", "llmc", "nanogpt", "olmo")
 SHARDED = ("datatrove", "llmc")  # the formats `shard_tokens` applies to

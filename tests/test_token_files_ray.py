@@ -1,0 +1,105 @@
+"""`bpeforge.ray.encode(..., format=...)` on a real Ray cluster (`ray start --head` on loopback): the token
+files equal, byte for byte, those `encode_files` writes on one machine from the same documents, though the
+job cut a text file into several shards."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the Ray tests need Ray: pip install '.[test]'")
+
+import bpeforge  # noqa: E402
+import bpeforge.ray as bray  # noqa: E402
+from bpeforge.encode_files import encode_files  # noqa: E402
+from bpeforge.formats import token_files  # noqa: E402
+
+pytestmark = pytest.mark.ray
+EOT = "<|endoftext|>"
+WORDS = ["the", "cat", "sat", "naïve", "日本語", "don't", "  ", "\n", "42", "é"]
+SHARD_BYTES = 64 << 10
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    port = _free_port()
+    ray_bin = Path(sys.executable).with_name("ray")
+    start = [str(ray_bin), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2"]
+    subprocess.run([*start, "--include-dashboard=false", "--disable-usage-stats"], check=True, capture_output=True)
+    address = f"127.0.0.1:{port}"
+    try:
+        bray.connect(address)
+        yield address
+    finally:
+        ray.shutdown()
+        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True)
+
+
+def _text(seed: int, words: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice(WORDS) + rng.choice([" ", " ", "\n"]) + (EOT if rng.random() < 0.01 else "")
+                   for _ in range(words))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> list[Path]:
+    """A file cut into several shards, a small one and a gzipped one."""
+    root = tmp_path_factory.mktemp("corpus")
+    paths = [root / "a.txt", root / "b.txt", root / "c.txt.gz"]
+    paths[0].write_text(_text(1, 100_000), encoding="utf-8")
+    paths[1].write_text(_text(2, 300), encoding="utf-8")
+    paths[2].write_bytes(gzip.compress(_text(3, 5_000).encode()))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus):
+    result = bpeforge.train(corpus, 400, [EOT])
+    return bpeforge.Tokenizer(result.vocab, result.merges, [EOT])
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    if path.is_dir():
+        return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+    return {p.name[len(path.name) :]: p.read_bytes() for p in sorted(path.parent.glob(path.name + ".*"))}
+
+
+@pytest.mark.parametrize(("format", "shard_tokens"), [("megatron", None), ("llmc", 5000), ("datatrove", 5000)])
+def test_files_equal_one_machine(cluster, corpus, tokenizer, tmp_path, format, shard_tokens):
+    assert len(bray.shards.plan_files(corpus, [EOT], tokenizer.pattern, SHARD_BYTES)) > 3
+    output = tmp_path / "cluster" / "tokens"
+    result = bray.encode(
+        corpus, tokenizer, tmp_path / "job", address=cluster, shard_bytes=SHARD_BYTES, format=format,
+        output=output, shard_tokens=shard_tokens,
+    )  # fmt: skip
+    assert result.output == output
+    dtype = token_files.choose_dtype(format, tokenizer.vocab_size, None)
+    single = tmp_path / "single" / "tokens"
+    encode_files(tokenizer, corpus, single, dtype=dtype, format=format, shard_tokens=shard_tokens, progress=False)
+    assert _files(output) == _files(single) and _files(output)
+
+
+def test_dataset_rows_are_documents(cluster, tokenizer, tmp_path):
+    texts = ["", *(_text(seed, seed * 40) for seed in range(1, 60)), ""]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    dataset = ray.data.from_items([{"text": t} for t in texts]).repartition(4)
+    output = tmp_path / "from_rows"
+    bray.encode(dataset, tokenizer, tmp_path / "job", address=cluster, format="megatron", output=output,
+                separator=tokenizer.token_to_id(EOT))  # fmt: skip
+    single = tmp_path / "single"
+    encode_files(tokenizer, [tmp_path / "docs.jsonl"], single, dtype="uint16", format="megatron",
+                 separator=tokenizer.token_to_id(EOT), progress=False)  # fmt: skip
+    assert _files(output) == _files(single)
