@@ -10,6 +10,7 @@ parsed here by the layout its stack documents, so the formats are checked withou
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import struct
@@ -54,8 +55,8 @@ def tokenizer(tokenizer_dir) -> Tokenizer:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> list[Path]:
-    """A directory (a long file, an empty one, one in a subdirectory), JSON Lines with empty and long
-    records, and a text file."""
+    """A directory (a long file, an empty one, a gzipped one and Parquet records in a subdirectory), JSON
+    Lines with empty and long records, and a text file."""
     rng = random.Random(1)
     root = tmp_path_factory.mktemp("corpus")
     folder = root / "folder"
@@ -63,6 +64,15 @@ def inputs(tmp_path_factory) -> list[Path]:
     (folder / "long.txt").write_text(words(rng, 4000), encoding="utf-8")
     (folder / "empty.txt").write_text("", encoding="utf-8")
     (folder / "sub" / "short.txt").write_text(f"the cat {EOT} naïve", encoding="utf-8")
+    (folder / "sub" / "zipped.txt.gz").write_bytes(gzip.compress(words(rng, 300).encode()))
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:  # the test extras have it; without it the other inputs are still checked
+        pass
+    else:
+        table = pyarrow.table({"text": [words(rng, 20), "", words(rng, 1500)]})
+        pyarrow.parquet.write_table(table, folder / "sub" / "records.parquet")
     records = ["", words(rng, 30), "", words(rng, 2500), "x", ""]
     with open(root / "docs.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"text": text}) + "\n" for text in records)
@@ -78,6 +88,12 @@ def documents(tokenizer, inputs) -> list[list[int]]:
         if path.suffix == ".jsonl":
             lines = path.read_text(encoding="utf-8").splitlines()
             found += [tokenizer.encode(json.loads(line)["text"]) for line in lines]
+        elif path.suffix == ".parquet":
+            import pyarrow.parquet
+
+            found += [tokenizer.encode(text) for text in pyarrow.parquet.read_table(path)["text"].to_pylist()]
+        elif path.suffix == ".gz":
+            found.append(tokenizer.encode(gzip.decompress(path.read_bytes()).decode("utf-8")))
         else:
             found.append(tokenizer.encode(path.read_text(encoding="utf-8")))
     assert any(len(ids) > SHARD for ids in found) and [] in found
