@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import bpeforge
@@ -345,3 +347,13 @@ def test_model_pipelines_encode_with_tokenizers_ids(tmp_path, model):
     for add in (True, False):
         expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=add)]
         assert ours.encode_batch(texts, add_special_tokens=add) == expected
+
+
+def test_encoding_files_refuses_a_pipeline_by_name(tmp_path):
+    """`bpeforge encode` cuts files where a preset allows; a pipeline is refused with what to use instead."""
+    text = tmp_path / "a.txt"
+    text.write_text("Hello world", encoding="utf-8")
+    command = ["encode", "--tokenizer", str(FIXTURES / "olmo2.json"), str(text), "-o", str(tmp_path / "ids.npy")]
+    run = subprocess.run([sys.executable, "-m", "bpeforge", *command], capture_output=True, text=True, check=False)
+    assert run.returncode != 0
+    assert "does not run a tokenizer.json pipeline yet" in run.stderr and "encode_batch" in run.stderr

@@ -133,9 +133,45 @@ impl PyHfPipeline {
         self.inner.added_tokens().iter().map(|token| (token.content.clone(), token.id, token.special)).collect()
     }
 
+    /// `bpeforge encode` and `bpeforge.ray.encode` cut files where a preset allows, which a pipeline does not say.
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn encode_files_to_fd(
+        &self,
+        _args: &Bound<'_, pyo3::types::PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<()> {
+        Err(not_for_files())
+    }
+
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn encode_files(
+        &self,
+        _args: &Bound<'_, pyo3::types::PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<()> {
+        Err(not_for_files())
+    }
+
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn encode_batch_packed(
+        &self,
+        _args: &Bound<'_, pyo3::types::PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<()> {
+        Err(not_for_files())
+    }
+
     /// Whether pre-tokenization and merges run on the encoder's scanner and cache.
     #[getter]
     fn is_fast(&self) -> bool {
         self.inner.is_fast()
     }
+}
+
+fn not_for_files() -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(
+        "encoding files (bpeforge encode, bpeforge.ray.encode) does not run a tokenizer.json pipeline yet: files are \
+         cut in parallel where a preset pattern allows, which a pipeline's normalizer and pre-tokenizer do not say; \
+         encode the documents with Tokenizer.encode_batch or encode_batch_to_numpy",
+    )
 }
