@@ -102,7 +102,9 @@ def test_from_pretrained_pickle_and_save_hf_keep_the_pipeline(tmp_path):
     tokenizer = bpeforge.Tokenizer.from_pretrained(tmp_path / "model")
     assert isinstance(tokenizer, bpeforge.Tokenizer) and tokenizer.pattern == PIPELINE
     text = "Hello <mask> world"
-    assert pickle.loads(pickle.dumps(tokenizer)).encode(text) == tokenizer.encode(text)
+    copy_ = pickle.loads(pickle.dumps(tokenizer))
+    assert copy_ == tokenizer and copy_.encode(text) == tokenizer.encode(text)
+    assert tokenizer != bpeforge.Tokenizer.from_hf(FIXTURES / "olmo1.json")
     saved = tokenizer.save_hf(tmp_path / "again.json")
     assert _hf(saved).encode(text).ids == tokenizer.encode(text)
     with pytest.raises(ValueError, match="save_hf"):

@@ -144,6 +144,14 @@ class PipelineMethods:
     def save_tiktoken(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         raise ValueError(_LOSSY_SAVE.format(what="a tiktoken ranks file"))
 
+    def __eq__(self, other: object) -> bool:
+        """The same `tokenizer.json` content: the same pipeline, so the same ids for every text."""
+        if not isinstance(other, PipelineMethods):
+            return NotImplemented
+        return json.loads(self._hf_json) == json.loads(other._hf_json)
+
+    __hash__ = None
+
     def __reduce__(self):
         return (_restore, (self._base, self._hf_json, self._cache_size))
 
