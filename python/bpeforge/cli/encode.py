@@ -78,7 +78,10 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if args.document_separator is not None:
             parser.error("--document-separator does not apply with --ray: its shards record where documents start")
         if args.format != "npy":
-            parser.error("--format applies without --ray; on Ray the shards are .npy")
+            parser.error(
+                "--format applies without --ray (--ray writes .npy shards; in Python, "
+                "bpeforge.ray.encode(..., format=, output=) writes a stack's files from them)"
+            )
         from bpeforge.cli.on_ray import run_encode
 
         return run_encode(args)
