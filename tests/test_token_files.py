@@ -361,3 +361,12 @@ def test_text_files_alone_never_import_numpy(tokenizer_dir, inputs, tmp_path, fo
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_llmc_uint32_shards_have_the_llama3_header(tokenizer, inputs, documents, tmp_path):
+    eot = tokenizer.token_to_id(EOT)
+    encode(tokenizer, inputs, "llmc", tmp_path / "shards", dtype="uint32")
+    (shard,) = sorted((tmp_path / "shards").iterdir())
+    header = np.fromfile(shard, dtype="<i4", count=256)
+    assert header[:3].tolist() == [20240801, 7, len(flat(documents)) + len(documents)] and not header[3:].any()
+    assert np.fromfile(shard, dtype="<u4", offset=1024).tolist() == flat([[eot, *ids] for ids in documents])
