@@ -335,6 +335,9 @@ def test_a_folder_of_other_files_is_never_replaced(tokenizer, inputs, tmp_path):
 def test_shards_only_where_the_stack_shards(tokenizer, inputs, tmp_path):
     with pytest.raises(ValueError, match="--shard-tokens applies to datatrove and llmc"):
         encode(tokenizer, inputs, "megatron", tmp_path / "p", shard_tokens=10)
+    with pytest.raises(ValueError, match="--shard-tokens must be at least 1"):
+        encode(tokenizer, inputs, "datatrove", tmp_path / "d", shard_tokens=0)
+    assert not list(tmp_path.iterdir())
 
 
 def test_megatron_index_of_many_documents(tokenizer, tmp_path):

@@ -46,6 +46,8 @@ def open_writer(
         raise ValueError(f"format must be one of {', '.join(FORMATS[1:])} here, got {format!r}")
     if shard_tokens is not None and format not in SHARDED:
         raise ValueError(f"--shard-tokens applies to {' and '.join(SHARDED)}; {format} is one file")
+    if shard_tokens is not None and shard_tokens < 1:
+        raise ValueError(f"--shard-tokens must be at least 1, got {shard_tokens}")
     itemsize = ITEMSIZE[dtype]
     common = {"overwrite": overwrite, "inputs": inputs}
     if format == "megatron":
