@@ -103,3 +103,40 @@ def test_dataset_rows_are_documents(cluster, tokenizer, tmp_path):
     encode_files(tokenizer, [tmp_path / "docs.jsonl"], single, dtype="uint16", format="megatron",
                  separator=tokenizer.token_to_id(EOT), progress=False)  # fmt: skip
     assert _files(output) == _files(single)
+
+
+def test_cli_ray_format_writes_the_one_machine_files_and_resumes(cluster, corpus, tokenizer, tmp_path):
+    tokenizer_dir = tmp_path / "tok"
+    bpeforge.save(tokenizer.vocab, tokenizer.merges, tokenizer_dir, special_tokens=[EOT])
+    encode = [sys.executable, "-m", "bpeforge", "encode", *map(str, corpus), "--tokenizer", str(tokenizer_dir)]
+    encode += ["--format", "megatron", "--no-progress"]
+    on_ray = [*encode, "-o", str(tmp_path / "ray" / "corpus"), "--ray", cluster, "--shard-mb", "0.0625"]
+    first = subprocess.run(on_ray, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert f"wrote {tmp_path / 'ray' / 'corpus'} (megatron) from {tmp_path / 'ray' / 'corpus.shards'}" in first.stdout
+    shards = len(json.loads((tmp_path / "ray" / "corpus.shards" / "index.json").read_text())["shards"])
+    assert shards > 3
+    single = subprocess.run([*encode, "-o", str(tmp_path / "one" / "corpus")], capture_output=True, text=True)
+    assert single.returncode == 0, single.stderr
+    assert _megatron_files(tmp_path / "ray") == _megatron_files(tmp_path / "one")
+    for suffix in (".bin", ".idx"):  # the stack's files go; the shards stay
+        (tmp_path / "ray" / f"corpus{suffix}").unlink()
+    moved = tmp_path / "ray" / "job"
+    (tmp_path / "ray" / "corpus.shards").rename(moved)
+    again = subprocess.run([*on_ray, "--shards-dir", str(moved)], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"in {shards} shards, {shards} already done" in again.stdout
+    assert _megatron_files(tmp_path / "ray") == _megatron_files(tmp_path / "one")
+
+
+def test_cli_shards_dir_needs_ray_and_a_stack_format(corpus, tmp_path):
+    command = [sys.executable, "-m", "bpeforge", "encode", str(corpus[1]), "--tokenizer", "gpt2", "-o", str(tmp_path)]
+    done = subprocess.run([*command, "--shards-dir", str(tmp_path / "s")], capture_output=True, text=True)
+    assert done.returncode == 2 and "--shards-dir applies only with --ray and a --format" in done.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def _megatron_files(folder: Path) -> dict[str, bytes]:
+    files = {path.name: path.read_bytes() for path in sorted(folder.glob("corpus.*")) if path.is_file()}
+    assert sorted(files) == ["corpus.bin", "corpus.idx"]
+    return files

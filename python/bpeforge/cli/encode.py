@@ -37,8 +37,8 @@ def add_encode_command(commands: argparse._SubParsersAction) -> None:
         "--output",
         required=True,
         type=Path,
-        help="output .npy file, - for standard output (with --ray: a directory); with --format: megatron a path "
-        "prefix (PREFIX.bin, PREFIX.idx), datatrove and llmc a directory, nanogpt and olmo a file",
+        help="output .npy file, - for standard output (with --ray and npy: a directory); with --format: megatron a "
+        "path prefix (PREFIX.bin, PREFIX.idx), datatrove and llmc a directory, nanogpt and olmo a file",
     )
     cmd.add_argument(
         "--format",
@@ -69,19 +69,23 @@ def add_encode_command(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     add_record_options(cmd)
     add_ray_option(cmd, "token shards and an index.json in the -o directory, resumable")
+    cmd.add_argument(
+        "--shards-dir",
+        type=Path,
+        metavar="DIR",
+        help="with --ray and --format: the resumable .npy shards the stack's files are written from "
+        "(default: OUTPUT.shards, next to -o; on a cluster, storage every node shares)",
+    )
     cmd.set_defaults(run=_run_encode)
 
 
 def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     check_ray_options(args, parser)
+    if args.shards_dir is not None and (args.ray is None or args.format == "npy"):
+        parser.error("--shards-dir applies only with --ray and a --format other than npy")
     if args.ray is not None:
-        if args.document_separator is not None:
+        if args.format == "npy" and args.document_separator is not None:
             parser.error("--document-separator does not apply with --ray: its shards record where documents start")
-        if args.format != "npy":
-            parser.error(
-                "--format applies without --ray (--ray writes .npy shards; in Python, "
-                "bpeforge.ray.encode(..., format=, output=) writes a stack's files from them)"
-            )
         from bpeforge.cli.on_ray import run_encode
 
         return run_encode(args)

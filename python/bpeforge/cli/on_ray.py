@@ -10,8 +10,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from bpeforge import counts
+from bpeforge.cli.encode import _separator_id
 from bpeforge.cli.tokenizer_args import open_from_args
 from bpeforge.ray import cluster
 from bpeforge.ray.count import count
@@ -45,21 +47,28 @@ def run_encode(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # Any tokenizer source: the tokenizer itself is shipped to the tasks (ray.put), not its files.
     tokenizer = open_from_args(args.tokenizer, args)
+    shards_dir, stack = _shard_and_stack_paths(args)
+    separator = _separator_id(tokenizer, args.document_separator)
     with _job_errors():
         result = encode(
             args.inputs,
             tokenizer,
-            args.output,
+            shards_dir,
             dtype=args.dtype,
             address=args.ray,
             shard_bytes=_shard_bytes(args),
             glob=args.glob,
             overwrite=args.force,
             progress=not args.no_progress,
+            format=args.format,
+            output=stack,
+            separator=separator,
+            shard_tokens=args.shard_tokens,
         )
     resumed = f", {result.resumed} already done" if result.resumed else ""
+    written = f"{result.output} ({args.format}) from " if result.output is not None else ""
     print(
-        f"wrote {result.out_dir}/index.json: {result.tokens:,} tokens in {result.shards} shards{resumed}, "
+        f"wrote {written}{result.out_dir}/index.json: {result.tokens:,} tokens in {result.shards} shards{resumed}, "
         f"{time.perf_counter() - started:.2f} s on Ray ({_where(args.ray)})"
     )
     if result.changed_inputs:
@@ -68,6 +77,14 @@ def run_encode(args: argparse.Namespace) -> int:
             f"their shards encoded again: {', '.join(result.changed_inputs)}"
         )
     return 0
+
+
+def _shard_and_stack_paths(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """Where the job's .npy shards go, and the stack's files written from them (None for npy: -o is the shards'
+    directory). The shards stay beside the stack's files so that a re-run resumes from them."""
+    if args.format == "npy":
+        return args.output, None
+    return args.shards_dir or args.output.with_name(args.output.name + ".shards"), args.output
 
 
 @contextmanager
