@@ -38,6 +38,9 @@ def trim(doc: dict[str, Any], merge_count: int) -> dict[str, Any]:
     vocab: dict[str, int] = model["vocab"]
     merges = list(model.get("merges") or [])[:merge_count]
     keep = set(byte_chars())
+    # Each byte's spellings with the model's subword prefix and suffix (CLIP's `a</w>`) too.
+    prefix, suffix = model.get("continuing_subword_prefix") or "", model.get("end_of_word_suffix") or ""
+    keep.update(prefix * p + char + suffix * q for char in byte_chars() for p in (0, 1) for q in (0, 1))
     for merge in merges:
         left, right = _pair(merge)
         keep.update((left, right, left + right))

@@ -19,6 +19,7 @@
 //! naming the component (`json::refuse`).
 
 mod added_tokens;
+mod affix_bpe;
 mod byte_level;
 mod char_classes;
 mod decoders;
@@ -83,7 +84,9 @@ impl HfTokenizer {
         let added = AddedVocabulary::new(tokens, normalizer.as_ref())?;
         let fast = match pre_tokenizer.single_preset() {
             Some(pattern)
-                if model.dropped.is_none() && (!model.ignore_merges || merges_rebuild_every_token(&model.vocab)) =>
+                if model.dropped.is_none()
+                    && model.affixed.is_none()
+                    && (!model.ignore_merges || merges_rebuild_every_token(&model.vocab)) =>
             {
                 Some(Encoder::new(model.vocab.clone(), &[], pattern.clone())?)
             }
@@ -157,6 +160,9 @@ impl HfTokenizer {
         let ignore_merges = self.model.ignore_merges;
         let mut kept = Vec::new();
         self.pre_tokenizer.pre_tokenize(stretch, |piece| {
+            if let Some(affixed) = &self.model.affixed {
+                return affixed.encode(piece, ignore_merges, out);
+            }
             if let Some(whole) = vocab.id(piece).filter(|_| ignore_merges) {
                 return out.push(whole);
             }

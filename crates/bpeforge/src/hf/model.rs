@@ -3,9 +3,9 @@
 //! options, on bpeforge's `Vocabulary` and merge loop.
 //!
 //! Options: `ignore_merges` (a piece that is a whole token is that token) is
-//! run; `continuing_subword_prefix` and `end_of_word_suffix` are accepted
-//! only empty (other values give the first and last char tokens of their own
-//! spelling, which bpeforge's byte tables cannot hold), `dropout` only off.
+//! run; with a `continuing_subword_prefix` or an `end_of_word_suffix` a
+//! piece's symbols are not its bytes, and `affix_bpe` merges it instead of
+//! bpeforge's byte tables; `dropout` is accepted only off.
 //! A byte with no token (Falcon has none for some control bytes, GPT-NeoX
 //! none for the bytes UTF-8 never holds) is dropped from its piece before the
 //! merges, as `tokenizers` drops a char it has no token for; `byte_fallback`
@@ -15,6 +15,7 @@
 use rustc_hash::FxHashSet;
 use serde_json::Value;
 
+use super::affix_bpe::AffixBpe;
 use super::byte_level::ByteTable;
 use super::json::{field_bool, field_nonempty_str, refuse};
 use crate::bpe::vocab::Vocabulary;
@@ -27,17 +28,16 @@ pub struct BpeModel {
     pub dropped: Option<Box<[bool; 256]>>,
     /// Each id's token text as the file spells it, for decoding.
     pub texts: Vec<Option<String>>,
+    /// The merges of a model with a subword prefix or suffix (then `vocab` only spells tokens).
+    pub affixed: Option<AffixBpe>,
 }
 
 impl BpeModel {
     pub fn parse(json: &Value) -> Result<Self, Error> {
         let component = "model";
         check_kind(json)?;
-        for option in ["continuing_subword_prefix", "end_of_word_suffix"] {
-            if let Some(value) = field_nonempty_str(json, option) {
-                return Err(refuse(&format!("model.{option} = {value:?}"), "bpeforge merges bytes without affixes"));
-            }
-        }
+        let prefix = field_nonempty_str(json, "continuing_subword_prefix").unwrap_or_default();
+        let suffix = field_nonempty_str(json, "end_of_word_suffix").unwrap_or_default();
         if json.get("dropout").and_then(Value::as_f64).is_some_and(|p| p > 0.0) {
             return Err(refuse("model.dropout", "dropout makes encoding random"));
         }
@@ -63,6 +63,12 @@ impl BpeModel {
             }
             texts[slot] = Some(text.clone());
         }
+        let merge_texts = parse_merges(json.get("merges"))?;
+        let affixed = match (prefix, suffix) {
+            ("", "") => None,
+            // Every byte needs its tokens in each place (`AffixBpe::new` refuses otherwise).
+            _ => Some(AffixBpe::new(vocab_json, &merge_texts, prefix, suffix)?),
+        };
         let missing = fill_missing_bytes(&mut entries);
         let dropped = missing.iter().any(|&byte| !utf8_never_holds(byte)).then(|| {
             let mut dropped = Box::new([false; 256]);
@@ -83,9 +89,15 @@ impl BpeModel {
                 ));
             }
         }
-        let merges = parse_merges(json.get("merges"), &table)?;
+        // With affixes a merge's result is not its parts' bytes: the table only spells tokens then.
+        let merges = match affixed {
+            None => {
+                merge_texts.iter().map(|(left, right)| merge_bytes(left, right, &table)).collect::<Result<_, _>>()?
+            }
+            Some(_) => Vec::new(),
+        };
         let vocab = Vocabulary::new(entries, &merges)?;
-        Ok(Self { vocab, ignore_merges, dropped, texts })
+        Ok(Self { vocab, ignore_merges, dropped, texts, affixed })
     }
 }
 
@@ -117,7 +129,8 @@ fn utf8_never_holds(byte: u8) -> bool {
 /// A merge's two tokens, as bytes.
 type Merge = (Vec<u8>, Vec<u8>);
 
-fn parse_merges(json: Option<&Value>, table: &ByteTable) -> Result<Vec<Merge>, Error> {
+/// The merges' two tokens each, as the file spells them, in rank order.
+fn parse_merges(json: Option<&Value>) -> Result<Vec<(String, String)>, Error> {
     let list = match json {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
@@ -133,17 +146,23 @@ fn parse_merges(json: Option<&Value>, table: &ByteTable) -> Result<Vec<Merge>, E
             }
             _ => ("", ""),
         };
-        let decode = |text: &str| table.decode(text).filter(|bytes| !bytes.is_empty());
-        let (Some(left), Some(right)) = (decode(left), decode(right)) else {
+        if left.is_empty() || right.is_empty() {
             return Err(Error::InvalidArgument(format!(
-                "model.merges[{rank}] is {merge}; expected \"left right\" or [left, right] in byte-level spelling"
+                "model.merges[{rank}] is {merge}; expected \"left right\" or [left, right]"
             )));
-        };
-        if !seen.insert((left.clone(), right.clone())) {
+        }
+        if !seen.insert((left, right)) {
             // HF keeps the last rank of a pair listed twice, bpeforge's tables the first.
             return Err(refuse(&format!("model.merges[{rank}] ({merge}), listed twice"), "the ranks would differ"));
         }
-        merges.push((left, right));
+        merges.push((left.to_string(), right.to_string()));
     }
     Ok(merges)
+}
+
+fn merge_bytes(left: &str, right: &str, table: &ByteTable) -> Result<Merge, Error> {
+    match (table.decode(left), table.decode(right)) {
+        (Some(left), Some(right)) => Ok((left, right)),
+        _ => Err(Error::InvalidArgument(format!("merge {left:?} {right:?} is not in byte-level spelling"))),
+    }
 }
