@@ -195,7 +195,7 @@ _ADDED = st.lists(
 
 @st.composite
 def pipelines(draw):
-    doc = {}
+    doc = {"base": draw(st.sampled_from(["olmo2", "clip"]))}
     normalizers = draw(st.lists(_NORMALIZER, max_size=3))
     doc["normalizer"] = None if not normalizers else {"type": "Sequence", "normalizers": normalizers}
     before, after = draw(st.lists(_STEP, max_size=3)), draw(st.lists(_STEP, max_size=1))
@@ -219,25 +219,27 @@ def pipelines(draw):
     return doc
 
 
-_BASE: dict = {}
+_BASES: dict[str, dict] = {}
 
 
-def _base_document() -> dict:
-    """The OLMo 2 fixture cut to its first 300 merges and the tokens they use (ids kept dense)."""
-    if not _BASE:
-        doc = json.loads((FIXTURES / "olmo2.json").read_text(encoding="utf-8"))
-        merges = doc["model"]["merges"][:300]
-        keep = {token for token, token_id in doc["model"]["vocab"].items() if token_id < 256}
+def _base_document(name: str) -> dict:
+    """A fixture (OLMo 2's, or CLIP's with its `</w>` suffix) cut to its first 300 merges and the tokens they use,
+    each byte's spellings included (ids kept dense)."""
+    if name not in _BASES:
+        doc = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+        vocab, merges = doc["model"]["vocab"], doc["model"]["merges"][:300]
+        suffix = doc["model"].get("end_of_word_suffix") or ""
+        keep = {token for token in vocab if len(token.removesuffix(suffix) if suffix else token) == 1}
         keep.update(part for merge in merges for part in (*merge.split(" "), merge.replace(" ", "")))
-        vocab = sorted(keep, key=doc["model"]["vocab"].__getitem__)
-        doc["model"].update(merges=merges, vocab={token: token_id for token_id, token in enumerate(vocab)})
-        _BASE.update(doc, added_tokens=[])
-    return _BASE
+        kept = sorted(keep, key=vocab.__getitem__)
+        doc["model"].update(merges=merges, vocab={token: token_id for token_id, token in enumerate(kept)})
+        _BASES[name] = {**doc, "added_tokens": []}
+    return _BASES[name]
 
 
 def _document(pipeline: dict) -> str:
     """The base file with `pipeline`'s parts."""
-    doc = copy.deepcopy(_base_document())
+    doc = copy.deepcopy(_base_document(pipeline.pop("base")))
     doc["model"]["ignore_merges"] = pipeline.pop("ignore_merges")
     doc.update(pipeline, post_processor=pipeline.get("post_processor"))
     return json.dumps(_number_templates(doc), ensure_ascii=False)
