@@ -156,6 +156,8 @@ def train(
     pattern: str | None = None,
     profile: bool = False,
     extend: TokenizerSource | None = None,
+    tie_break: str = "cs336",
+    documents: str = "files",
 ) -> TrainResult:
     """Like `train_bpe`, with the special tokens and run figures kept.
 
@@ -170,10 +172,18 @@ def train(
     its ids, merges and special tokens are kept, new merges follow its largest
     id, and `vocab_size` counts every token, the base's included (see
     `bpeforge.extend`). `pattern` defaults to "gpt2", or to the base's.
+
+    `tie_break="hf"` follows HF `tokenizers`' `BpeTrainer`: ties go to the
+    smallest pair of its token ids (specials, then the bytes seen in the order
+    of their byte-level chars, then new tokens), and `vocab_size` counts its
+    vocabulary (specials + bytes seen + new tokens). `documents="lines"` makes
+    each line of a text file (its newline kept) a document, as HF's
+    `train(files)` reads them. See docs/superbpe.md.
     """
     files = expand(normalize_paths(input_path), glob)
     base, specials, pattern = training_setup(special_tokens, pattern, extend)
-    check_vocab_size(vocab_size, len(specials))
+    check_modes(tie_break, documents, files)
+    check_vocab_size(vocab_size, len(specials), tie_break)
     check_limits(min_frequency, max_token_length)
     num_threads = thread_count(num_threads)
     if chunk_size is not None:
@@ -181,7 +191,10 @@ def train(
     paths = [os.fspath(p) for p in files]
     records = RecordOptions(text_field, text_column, skip_bad_records)
     with progress_bars(progress) as bars:
-        if all(kind(p) == "text" for p in files):
+        if tie_break != "cs336" or documents != "files":
+            counts = _core.Counts.from_files(paths, specials, num_threads, chunk_size, bars, pattern, documents)
+            core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads, tie_break)
+        elif all(kind(p) == "text" for p in files):
             core = _core.train(
                 paths,
                 vocab_size,
@@ -213,6 +226,7 @@ def train_from_iterator(
     max_token_length: int | None = None,
     pattern: str | None = None,
     extend: TokenizerSource | None = None,
+    tie_break: str = "cs336",
 ) -> TrainResult:
     """Train on documents from any iterator of strings (each string is a document).
 
@@ -223,13 +237,14 @@ def train_from_iterator(
     if isinstance(iterator, (str, bytes)):
         raise TypeError("train_from_iterator takes an iterable of documents (str), not one string; wrap it: [text]")
     base, specials, pattern = training_setup(special_tokens, pattern, extend)
-    check_vocab_size(vocab_size, len(specials))
+    check_modes(tie_break, "files", [])
+    check_vocab_size(vocab_size, len(specials), tie_break)
     check_limits(min_frequency, max_token_length)
     num_threads = thread_count(num_threads)
     counts = _core.Counts(specials, pattern)
     add_documents(counts, iterator, num_threads)
     with progress_bars(progress) as bars:
-        core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads)
+        core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads, tie_break)
     return result_from_core(core, specials, pattern, vocab_size, base)
 
 
@@ -261,10 +276,12 @@ def train_counts(
     bars: object,
     base: Tokenizer | None = None,
     num_threads: int | None = None,
+    tie_break: str = "cs336",
 ) -> tuple:
     """The core's training (or extension of `base`) from a count table."""
     core_base = None if base is None else base._core
-    return counts.train(vocab_size, min_frequency or 0, max_token_length, bars, core_base, thread_count(num_threads))
+    threads = thread_count(num_threads)
+    return counts.train(vocab_size, min_frequency or 0, max_token_length, bars, core_base, threads, tie_break)
 
 
 def result_from_core(
@@ -360,8 +377,20 @@ def normalize_specials(special_tokens: Iterable[str] | None) -> list[str]:
     return specials
 
 
-def check_vocab_size(vocab_size: object, num_specials: int) -> None:
-    minimum = 256 + num_specials
+def check_modes(tie_break: object, documents: object, files: Sequence[str]) -> None:
+    if tie_break not in ("cs336", "hf"):
+        raise ValueError(f'tie_break must be "cs336" or "hf", not {tie_break!r}')
+    if documents not in ("files", "lines"):
+        raise ValueError(f'documents must be "files" or "lines", not {documents!r}')
+    if documents == "lines":
+        for path in files:
+            if kind(path) != "text":
+                raise ValueError(f'documents="lines" reads text files, and {path} is not one; give text files')
+
+
+def check_vocab_size(vocab_size: object, num_specials: int, tie_break: str = "cs336") -> None:
+    # HF's vocabulary holds only the bytes seen, so any size is a valid request there.
+    minimum = 256 + num_specials if tie_break == "cs336" else 1
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
     if vocab_size > MAX_VOCAB_SIZE:

@@ -9,7 +9,7 @@ use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 
 use bpeforge::SpecialSplitter;
-use bpeforge::{add_texts, CountSettings, CountsFile, TrainOptions, DEFAULT_CHUNK_SIZE};
+use bpeforge::{add_texts, CountSettings, CountsFile, Documents, TieBreak, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::{Error, Pattern};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -67,7 +67,9 @@ impl PyCounts {
     /// Count text files (each ends a document) or shards of them, in parallel.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (paths, special_tokens, num_threads=None, chunk_size=None, progress=None, pattern="gpt2"))]
+    #[pyo3(signature = (
+        paths, special_tokens, num_threads=None, chunk_size=None, progress=None, pattern="gpt2", documents="files",
+    ))]
     fn from_files(
         py: Python<'_>,
         paths: Vec<SourceArg>,
@@ -76,7 +78,9 @@ impl PyCounts {
         chunk_size: Option<usize>,
         progress: Option<Py<PyAny>>,
         pattern: &str,
+        documents: &str,
     ) -> PyResult<Self> {
+        let documents = Documents::parse(documents).map_err(to_py_err)?;
         let observer = PyObserver::new(progress);
         let num_threads = noted_threads(py, num_threads)?;
         let settings = CountSettings {
@@ -85,6 +89,7 @@ impl PyCounts {
             num_threads,
             chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
             profile: false,
+            documents,
         };
         let sources = to_sources(paths);
         let (inner, _, _) = run_detached(py, &observer, || bpeforge::count(&sources, &settings, &observer))?;
@@ -158,7 +163,9 @@ impl PyCounts {
     /// Learn merges from (a copy of) the table: `(vocab, merges, stats)`; with
     /// `base`, continue training it: `([(id, bytes)], new merges, stats)`, and
     /// `vocab_size` counts the base's tokens too.
-    #[pyo3(signature = (vocab_size, min_frequency=0, max_token_length=None, progress=None, base=None, num_threads=None))]
+    #[pyo3(signature = (
+        vocab_size, min_frequency=0, max_token_length=None, progress=None, base=None, num_threads=None, tie_break="cs336",
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn train<'py>(
         &self,
@@ -169,9 +176,11 @@ impl PyCounts {
         progress: Option<Py<PyAny>>,
         base: Option<PyRef<'py, PyEncoder>>,
         num_threads: Option<usize>,
+        tie_break: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let num_threads = noted_threads(py, num_threads)?;
         let options = TrainOptions {
+            tie_break: TieBreak::parse(tie_break).map_err(to_py_err)?,
             min_frequency,
             max_token_length,
             num_threads,

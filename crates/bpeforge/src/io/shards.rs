@@ -181,7 +181,7 @@ mod tests {
 
     fn counts(sources: &[Source], specials: &SpecialSplitter, pattern: &Pattern) -> Vec<(Vec<u8>, u64)> {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let how = Counting { specials, pattern, chunk_size: 7, profile: false };
+        let how = Counting { specials, pattern, chunk_size: 7, profile: false, lines: false };
         let (table, _, _) = count_files(sources, &how, &pool, &Silent).unwrap();
         let mut entries = Vec::new();
         table.for_each(|k, v| entries.push((k.to_vec(), v)));

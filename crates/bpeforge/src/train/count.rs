@@ -62,6 +62,8 @@ pub struct Counting<'a> {
     pub pattern: &'a Pattern,
     pub chunk_size: usize,
     pub profile: bool,
+    /// Each line is a document too (`Documents::Lines`).
+    pub lines: bool,
 }
 
 /// Count the pre-tokens of `sources`, one corpus whose files each end a document.
@@ -104,25 +106,34 @@ fn count_chunks<'a>(
     profile: &mut CountProfile,
 ) -> Result<LongCounts<'a>, Error> {
     if !how.profile {
-        return count_batch(batch, how.specials, how.pattern, tables);
+        return count_batch(batch, how.specials, how.pattern, how.lines, tables);
     }
-    let (long, pretokenize_cpu, count_cpu) = count_batch_profiled(batch, how.specials, how.pattern, tables)?;
+    let (long, pretokenize_cpu, count_cpu) = count_batch_profiled(batch, how.specials, how.pattern, how.lines, tables)?;
     profile.pretokenize_cpu += pretokenize_cpu;
     profile.count_cpu += count_cpu;
     Ok(long)
 }
 
-/// Call `visit` with each pre-token of one text that may hold several documents.
+/// Call `visit` with each pre-token of one text that may hold several
+/// documents; with `lines`, each line (its `\n` kept) is one too. A chunk
+/// ends where pre-tokens may be cut, so a line cut by it counts the same.
+// Closures rather than `&mut visit`, whose call shim was not inlined.
+#[allow(clippy::redundant_closure)]
 fn for_each_pretoken<'a>(
     text: &'a str,
     specials: &SpecialSplitter,
     pattern: &Pattern,
+    lines: bool,
     mut visit: impl FnMut(&'a str),
 ) -> Result<(), Error> {
     for piece in specials.split(text) {
         if let Piece::Text(document) = piece {
-            // A closure rather than `&mut visit`, whose call shim was not inlined.
-            #[allow(clippy::redundant_closure)]
+            if lines {
+                for line in document.split_inclusive('\n') {
+                    pattern.for_each_piece(line, |pretoken| visit(pretoken))?;
+                }
+                continue;
+            }
             pattern.for_each_piece(
                 document,
                 #[inline(always)]
@@ -138,6 +149,7 @@ pub fn count_text<'a>(
     text: &'a str,
     specials: &SpecialSplitter,
     pattern: &Pattern,
+    lines: bool,
     counts: &mut CountTable<&'a [u8]>,
 ) -> Result<(), Error> {
     let mut pending = Pending::default();
@@ -145,6 +157,7 @@ pub fn count_text<'a>(
         text,
         specials,
         pattern,
+        lines,
         // Inlined into the scanning loop (as a call it saved registers a piece).
         #[inline(always)]
         |pretoken| counts.add_soon(text.as_bytes(), pretoken.as_bytes(), &mut pending),
@@ -163,7 +176,7 @@ pub fn add_texts<T: AsRef<str> + Sync>(
     pool: &rayon::ThreadPool,
 ) -> Result<(), Error> {
     let tables = ShortTables::default();
-    let long_counts = pool.install(|| count_batch(texts, specials, pattern, &tables))?;
+    let long_counts = pool.install(|| count_batch(texts, specials, pattern, false, &tables))?;
     counts.absorb_long(long_counts);
     tables.add_into(counts);
     Ok(())
@@ -174,6 +187,7 @@ fn count_batch<'a, T: AsRef<str> + Sync>(
     texts: &'a [T],
     specials: &SpecialSplitter,
     pattern: &Pattern,
+    lines: bool,
     tables: &ShortTables,
 ) -> Result<LongCounts<'a>, Error> {
     texts
@@ -181,7 +195,7 @@ fn count_batch<'a, T: AsRef<str> + Sync>(
         .try_fold(
             || CountTable::with_short(tables.take()),
             |mut counts, text| {
-                count_text(text.as_ref(), specials, pattern, &mut counts)?;
+                count_text(text.as_ref(), specials, pattern, lines, &mut counts)?;
                 Ok(counts)
             },
         )
@@ -211,6 +225,7 @@ fn count_batch_profiled<'a, T: AsRef<str> + Sync>(
     texts: &'a [T],
     specials: &SpecialSplitter,
     pattern: &Pattern,
+    lines: bool,
     tables: &ShortTables,
 ) -> Result<(LongCounts<'a>, Duration, Duration), Error> {
     let start = || (CountTable::with_short(tables.take()), Duration::ZERO, Duration::ZERO);
@@ -218,7 +233,7 @@ fn count_batch_profiled<'a, T: AsRef<str> + Sync>(
         .par_iter()
         .try_fold(start, |(mut counts, mut pretokenize, mut count), text| {
             let mut pieces = Vec::new();
-            timed(&mut pretokenize, || for_each_pretoken(text.as_ref(), specials, pattern, |p| pieces.push(p)))?;
+            timed(&mut pretokenize, || for_each_pretoken(text.as_ref(), specials, pattern, lines, |p| pieces.push(p)))?;
             let text = text.as_ref().as_bytes();
             timed(&mut count, || pieces.iter().for_each(|piece| counts.add(text, piece.as_bytes(), 1)));
             Ok((counts, pretokenize, count))
@@ -238,11 +253,25 @@ mod tests {
     fn counts_pretokens_and_skips_specials() {
         let specials = SpecialSplitter::new(&["<|e|>".to_string()]).unwrap();
         let mut counts = CountTable::default();
-        count_text("the cat<|e|>the cat the", &specials, &Pattern::Gpt2, &mut counts).unwrap();
+        count_text("the cat<|e|>the cat the", &specials, &Pattern::Gpt2, false, &mut counts).unwrap();
         let mut seen: Vec<(String, u64)> = Vec::new();
         counts.for_each(|k, v| seen.push((String::from_utf8(k.to_vec()).unwrap(), v)));
         seen.sort();
         // "the" starts both documents; " the" ends the second; " cat" twice.
         assert_eq!(seen, [(" cat".to_string(), 2), (" the".to_string(), 1), ("the".to_string(), 2)]);
+    }
+
+    #[test]
+    fn lines_end_documents_with_their_newline() {
+        let specials = SpecialSplitter::new(&[]).unwrap();
+        let mut counts = CountTable::default();
+        // As one document, "\n\n" is one pre-token and " b" follows it; as
+        // lines, each "\n" ends its line and "b" starts one.
+        count_text("a\n\n b\nb", &specials, &Pattern::Gpt2, true, &mut counts).unwrap();
+        let mut seen: Vec<(String, u64)> = Vec::new();
+        counts.for_each(|k, v| seen.push((String::from_utf8(k.to_vec()).unwrap(), v)));
+        seen.sort();
+        let expected = [("\n", 3), (" b", 1), ("a", 1), ("b", 1)];
+        assert_eq!(seen, expected.map(|(s, n)| (s.to_string(), n)));
     }
 }

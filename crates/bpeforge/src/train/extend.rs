@@ -46,6 +46,12 @@ pub struct Extension {
 
 /// Check the base and the options before any work; returns how many merges to learn.
 pub fn check_base(base: &Encoder, options: &TrainOptions) -> Result<usize, Error> {
+    if options.tie_break != super::TieBreak::Cs336 {
+        // HF's trainer starts from an alphabet, never from a base's merges.
+        return Err(Error::InvalidArgument(
+            "tie_break=\"hf\" trains from scratch; continuing a base tokenizer takes tie_break=\"cs336\"".into(),
+        ));
+    }
     for token in base.special_tokens() {
         if !options.special_tokens.contains(token) {
             return Err(Error::InvalidArgument(format!(

@@ -13,7 +13,10 @@ pub mod count;
 pub mod counts_file;
 mod deltas;
 pub mod extend;
+mod hf_ids;
+pub mod hf_merge;
 pub mod merge;
+pub mod modes;
 mod pairs;
 pub mod profile;
 pub mod queue;
@@ -36,6 +39,7 @@ use crate::util::threads::CallPool;
 
 pub use counts_file::CountsFile;
 pub use extend::Extension;
+pub use modes::{Documents, TieBreak};
 pub use profile::CountProfile;
 
 /// The default pre-tokenizer (CS336's); count files record the one used.
@@ -61,6 +65,10 @@ pub struct TrainOptions {
     pub max_token_length: Option<usize>,
     /// Split counting's time into pre-tokenizing and counting (a little slower).
     pub profile: bool,
+    /// Which pair wins a tie, and what `vocab_size` counts (`modes.rs`).
+    pub tie_break: TieBreak,
+    /// What a document is: a whole file, or each line of it (`modes.rs`).
+    pub documents: Documents,
 }
 
 impl TrainOptions {
@@ -75,6 +83,8 @@ impl TrainOptions {
             min_frequency: 0,
             max_token_length: None,
             profile: false,
+            tie_break: TieBreak::Cs336,
+            documents: Documents::Files,
         }
     }
 }
@@ -156,6 +166,7 @@ fn count_paths(
         num_threads: options.num_threads,
         chunk_size: options.chunk_size,
         profile: options.profile,
+        documents: options.documents,
     };
     let sources: Vec<Source> = paths.iter().cloned().map(Source::whole).collect();
     let (counted, threads, count_profile) = count(&sources, &settings, observer)?;
@@ -171,6 +182,8 @@ pub struct CountSettings<'a> {
     pub chunk_size: usize,
     /// Split counting's time into pre-tokenizing and counting (`profile.rs`).
     pub profile: bool,
+    /// Whole files (split on special tokens), or each line a document too.
+    pub documents: Documents,
 }
 
 /// Phase 2 alone: the pre-token counts of `sources`, the number of threads
@@ -188,6 +201,7 @@ pub fn count(
         pattern: &pattern,
         chunk_size: settings.chunk_size,
         profile: settings.profile,
+        lines: settings.documents == Documents::Lines,
     };
     let (counts, bytes_counted, profile) = count::count_files(sources, &how, &pool, observer)?;
     let counted = CountsFile {
@@ -208,8 +222,11 @@ pub fn train_from_counts(
     observer: &dyn Observer,
 ) -> Result<TrainResult, Error> {
     let specials = SpecialSplitter::new(&options.special_tokens)?;
-    let max_merges = merges_wanted(options.vocab_size, specials.tokens().len())?;
     check_counted_specials(&counted, options)?;
+    if options.tie_break == TieBreak::Hf {
+        return train_hf(counted, options, specials.tokens(), observer);
+    }
+    let max_merges = merges_wanted(options.vocab_size, specials.tokens().len())?;
     let mut stats = stats_of(&counted);
     let started = Instant::now();
     let limits =
@@ -217,6 +234,27 @@ pub fn train_from_counts(
     let learned = merge::learn_merges(counted.counts, max_merges, limits, observer)?;
     stats.merge_time = started.elapsed();
     let vocab = layout_vocab(learned.tokens, specials.tokens());
+    Ok(TrainResult { vocab, merges: learned.merges, stats })
+}
+
+/// `train_from_counts` with HF's loop (`hf_merge.rs`): `vocab_size` counts
+/// HF's vocabulary, and the result lays out bytes, merges, specials as ever.
+fn train_hf(
+    counted: CountsFile,
+    options: &TrainOptions,
+    specials: &[String],
+    observer: &dyn Observer,
+) -> Result<TrainResult, Error> {
+    let mut stats = stats_of(&counted);
+    let started = Instant::now();
+    let limits = hf_merge::HfLimits {
+        vocab_size: options.vocab_size,
+        min_frequency: options.min_frequency,
+        max_token_length: options.max_token_length,
+    };
+    let learned = hf_merge::learn_merges_hf(&counted.counts, specials, limits, observer)?;
+    stats.merge_time = started.elapsed();
+    let vocab = layout_vocab(learned.tokens, specials);
     Ok(TrainResult { vocab, merges: learned.merges, stats })
 }
 
