@@ -2,13 +2,15 @@
 //! leftmost of equal ones, until no pair has a merge (the same as applying the
 //! merge list in creation order, left to right).
 //!
-//! Four implementations of the one rule, by the piece's length:
+//! Five implementations of the one rule, by the piece's length:
 //! - up to `FLAT_MAX` bytes (almost all pieces): the flat scan (`flat.rs`),
 //!   quadratic in the piece and the fastest when it is short;
 //! - up to `SWEEP_MIN` bytes (CJK clauses are GPT-2 pieces of 20-130 bytes): a
 //!   linked list of parts (`list.rs`) on a tournament tree (`tree.rs`,
 //!   `min_tree.rs`), so no input is quadratic;
-//! - longer, when ranks grow: the rank sweep (`sweep.rs`), whose time grows
+//! - longer, when ranks grow: in chunks, each seam checked (`chunked.rs`), a
+//!   run of one char or of a short period at the cost of comparing bytes;
+//!   where a seam cannot be placed, the rank sweep (`sweep.rs`), whose time grows
 //!   linearly where a heap's grew 5-8x from 0.25 to 1 MB; its fixed cost per
 //!   piece is why it takes only pieces over `SWEEP_MIN`;
 //! - longer than `SWEEP_MAX`, or any long piece when ranks do not grow: the
@@ -24,6 +26,7 @@
 //! loops read the vocabulary's merge table.
 
 mod char_merges;
+mod chunked;
 mod flat;
 mod heap;
 mod list;
@@ -38,6 +41,7 @@ pub(crate) mod vocab;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::bpe::chunked::{merge_chunked, ChunkScratch};
 use crate::bpe::flat::{merge_flat, Part};
 use crate::bpe::heap::{merge_long, RadixHeap};
 use crate::bpe::list::Node;
@@ -67,6 +71,7 @@ pub struct Scratch {
     tree: MinTree,
     radix: RadixHeap,
     sweep: SweepScratch,
+    chunks: ChunkScratch,
 }
 
 impl Scratch {
@@ -80,13 +85,17 @@ impl Scratch {
             + (self.heap.capacity() + radix) * size_of::<u64>()
             + self.tree.bytes()
             + self.sweep.bytes()
+            + self.chunks.bytes()
     }
 }
 
 /// Append the ids of `piece` to `out`.
 pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    if piece.len() > SWEEP_MIN && vocab.ranks_grow() && merge_chunked(piece, vocab, scratch, out) {
+        return;
+    }
     let (table, char_merges) = (vocab.merge_table(), vocab.char_merges());
-    let Scratch { parts, nodes, starting_ids, heap, tree, radix, sweep } = scratch;
+    let Scratch { parts, nodes, starting_ids, heap, tree, radix, sweep, chunks: _ } = scratch;
     match piece.len() {
         0 => {}
         1 => out.push(vocab.byte_id(piece[0])),

@@ -347,7 +347,7 @@ fn resolve_chain(at: usize, rank: u32, vocab: &Vocabulary, scratch: &mut SweepSc
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::Path;
 
     use super::*;
@@ -383,7 +383,7 @@ mod tests {
     /// (`X X X`), and some make a token that an earlier merge made already
     /// (the ranks may then not grow: the caller skips those vocabularies).
     /// Also returns the tokens.
-    fn random_vocab(rng: &mut Rng, alphabet: &[u8], size: usize) -> (Vocabulary, Vec<Vec<u8>>) {
+    pub(crate) fn random_vocab(rng: &mut Rng, alphabet: &[u8], size: usize) -> (Vocabulary, Vec<Vec<u8>>) {
         let mut entries: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (b as u32, vec![b])).collect();
         let mut usable: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
         let mut merges = Vec::new();
@@ -461,7 +461,7 @@ mod tests {
         }
     }
 
-    fn gpt2_vocab(dir: &Path) -> Vocabulary {
+    pub(crate) fn gpt2_vocab(dir: &Path) -> Vocabulary {
         // GPT-2's printable char for each byte: itself if printable, else 256, 257, ... in byte order.
         let mut decoder = FxHashMap::default();
         let mut extra = 0;
