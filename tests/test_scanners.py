@@ -9,6 +9,10 @@ newly assigned and Unicode 16.0 (fancy-regex's, tiktoken's) does not know.
 So unlike tests/test_patterns.py, nothing here leaves those code points out:
 on them the presets follow `regex`, not tiktoken (pinned down below).
 
+Every check through `assert_same_split` (tests/splits.py) splits the text at each
+SIMD level of the block scanners this CPU has (baseline, avx2, avx512; neon on
+aarch64) and asserts they agree before comparing with `regex`.
+
 The corpus tests need BPEFORGE_TEST_DATA (the shared data directory holding
 `corpora/`) and are skipped, saying why, without it.
 """
