@@ -370,3 +370,23 @@ def test_encoding_files_refuses_a_pipeline_by_name(tmp_path):
     run = subprocess.run([sys.executable, "-m", "bpeforge", *command], capture_output=True, text=True, check=False)
     assert run.returncode != 0
     assert "does not run a tokenizer.json pipeline yet" in run.stderr and "encode_batch" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (
+            {"truncation": {"max_length": 8, "strategy": "LongestFirst", "stride": 0, "direction": "Right"}},
+            "truncation",
+        ),
+        ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [_split(r"\h+"), _BYTE_LEVEL_ONLY]}}, r"\\h"),
+        ({"decoder": None}, "decoder null"),
+        ({"normalizer": {"type": "BertNormalizer"}}, "normalizer"),
+    ],
+)
+def test_what_would_encode_differently_is_refused_naming_it(tmp_path, change, named):
+    doc = {**json.loads((FIXTURES / "olmo2.json").read_text(encoding="utf-8")), **change}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ValueError, match=named):
+        bpeforge.Tokenizer.from_hf(path)

@@ -58,7 +58,10 @@ def load_directory(
 
 
 def _pipeline_tokenizer(cls: type[Tokenizer], path: Path, cache_size: int, plain_refusal: ValueError) -> Tokenizer:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise plain_refusal from None  # it names the file and the offset
     try:
         return _restore(cls, text, cache_size)
     except ValueError as refusal:

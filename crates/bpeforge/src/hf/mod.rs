@@ -75,6 +75,14 @@ impl HfTokenizer {
             .ok_or_else(|| Error::InvalidArgument("not an HF tokenizer.json: no top-level 'model'".to_string()))?;
         // The model's kind first: a file of another kind is named as such, not by the first step it lacks.
         model::check_kind(model_json)?;
+        for setting in ["truncation", "padding"] {
+            if doc.get(setting).is_some_and(|value| !value.is_null()) {
+                return Err(json::refuse(
+                    &format!("{setting} {}", json::short(&doc[setting])),
+                    &format!("tokenizers applies it to every encoding; set \"{setting}\": null"),
+                ));
+            }
+        }
         let normalizer = Normalizer::parse(doc.get("normalizer").unwrap_or(&Value::Null))?;
         let pre_tokenizer = PreTokenizer::parse(doc.get("pre_tokenizer").unwrap_or(&Value::Null))?;
         let post = PostProcessor::parse(doc.get("post_processor").unwrap_or(&Value::Null))?;

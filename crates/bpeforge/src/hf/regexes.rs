@@ -40,6 +40,12 @@ impl Matcher {
         if let Some(preset) = preset_of(source) {
             return Ok(Matcher::Preset(Pattern::new(preset)?));
         }
+        if let Some(escape) = onig_only_escape(source) {
+            return Err(super::json::refuse(
+                &format!("{component} regex {source:?} with {escape}"),
+                "Oniguruma and fancy-regex read that escape differently, or fancy-regex lacks it",
+            ));
+        }
         let translated = to_fancy(source);
         let regex = fancy_regex::Regex::new(&translated).map_err(|err| {
             Error::InvalidArgument(format!("{component}: regex {source:?} is not supported here ({err})"))
@@ -97,6 +103,21 @@ pub fn to_onig(source: &str) -> String {
     POSSESSIVE_INTERVAL.replace_all(&anchored, "(?>$1$2)").into_owned()
 }
 
+/// The first escape whose meaning in Oniguruma (Ruby syntax) fancy-regex does
+/// not share: `\h` is a hex digit there, `\Z`, `\R`, `\X`, `\K`, `\G`, `\O`,
+/// `\y` and `\Y` exist only there.
+fn onig_only_escape(source: &str) -> Option<String> {
+    let mut chars = source.chars();
+    while let Some(ch) = chars.next() {
+        if ch == '\\' {
+            if let Some(escaped @ ('h' | 'H' | 'Z' | 'R' | 'X' | 'K' | 'G' | 'O' | 'y' | 'Y')) = chars.next() {
+                return Some(format!("\\{escaped}"));
+            }
+        }
+    }
+    source.contains("(?~").then(|| "(?~".to_string())
+}
+
 /// `source` with each token `old` replaced by `new` outside character
 /// classes; an escape is one token.
 fn swap_outside_classes(source: &str, swaps: &[(&str, &str)]) -> String {
@@ -140,6 +161,15 @@ mod tests {
         assert_eq!(to_fancy(r"\s+$|[$^]"), r"\s+(?m:$)|[$^]");
         assert_eq!(to_fancy(r"\p{N}{1,3}+"), r"(?:\p{N}{1,3})+");
         assert_eq!(to_onig(r"\p{N}{1,3}+|\s++$"), r"(?>\p{N}{1,3})|\s++\z");
+    }
+
+    #[test]
+    fn hf_escapes_only_oniguruma_reads_are_refused() {
+        for regex in [r"\h+", r"a\Z", r"[\h]", r"\R", r"(?~ab)"] {
+            let refused = Matcher::onig(regex, "pre_tokenizer Split").err().expect("refused").to_string();
+            assert!(refused.contains("not supported"), "{regex}: {refused}");
+        }
+        assert!(Matcher::onig(r"\\h\s", "test").is_ok(), "an escaped backslash before h is a plain h");
     }
 
     #[test]
