@@ -12,6 +12,7 @@ from bpeforge.counts import Counts, count, load_counts, merge_counts, save_count
 from bpeforge.formats.gpt2 import load
 from bpeforge.patterns import normalize_pattern
 from bpeforge.saving import save
+from bpeforge.superbpe import train_superbpe
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainingNote, TrainResult, TrainStats, train, train_bpe, train_from_iterator
 
@@ -71,4 +72,5 @@ __all__ = [
     "train_bpe",
     "train_from_counts",
     "train_from_iterator",
+    "train_superbpe",
 ]

@@ -67,6 +67,15 @@ class Counts:
         num_threads: int | None = None,
         tie_break: str = "cs336",
     ) -> tuple[list[bytes] | list[tuple[int, bytes]], list[tuple[bytes, bytes]], dict[str, Any]]: ...
+    def _train_superwords(
+        self,
+        vocab_size: int,
+        inherited: list[tuple[bytes, bytes]],
+        max_words: int = 4,
+        forbid: list[bytes] = ...,
+        min_frequency: int = 0,
+        progress: Progress | None = None,
+    ) -> tuple[list[bytes], list[tuple[bytes, bytes]], dict[str, Any]]: ...
     @property
     def special_tokens(self) -> list[str]: ...
     @property

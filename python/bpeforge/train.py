@@ -384,7 +384,7 @@ def check_modes(tie_break: object, documents: object, files: Sequence[str]) -> N
         raise ValueError(f'documents must be "files" or "lines", not {documents!r}')
     if documents == "lines":
         for path in files:
-            if kind(path) != "text":
+            if kind(Path(path)) != "text":
                 raise ValueError(f'documents="lines" reads text files, and {path} is not one; give text files')
 
 

@@ -8,9 +8,9 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 
-use bpeforge::SpecialSplitter;
 use bpeforge::{add_texts, CountSettings, CountsFile, Documents, TieBreak, TrainOptions, DEFAULT_CHUNK_SIZE};
 use bpeforge::{Error, Pattern};
+use bpeforge::{SpecialSplitter, SuperwordRules};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
@@ -203,6 +203,40 @@ impl PyCounts {
                 extension_to_py(py, &extension)
             }
         }
+    }
+
+    /// SuperBPE's stage 2 on a table of its pieces: replay `inherited`, then
+    /// learn superword merges with HF's loop: `(vocab, merges, stats)`.
+    #[pyo3(
+        name = "_train_superwords",
+        signature = (vocab_size, inherited, max_words=4, forbid=vec![b": ".to_vec()], min_frequency=0, progress=None),
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn train_superwords<'py>(
+        &self,
+        py: Python<'py>,
+        vocab_size: usize,
+        inherited: Vec<(Vec<u8>, Vec<u8>)>,
+        max_words: usize,
+        forbid: Vec<Vec<u8>>,
+        min_frequency: u64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let options = TrainOptions {
+            tie_break: TieBreak::Hf,
+            min_frequency,
+            pattern: self.inner.pattern.clone(),
+            ..TrainOptions::new(vocab_size, self.inner.special_tokens.clone())
+        };
+        let inherited: Vec<bpeforge::Merge> =
+            inherited.into_iter().map(|(left, right)| (left.into(), right.into())).collect();
+        let rules = SuperwordRules { max_words, forbid };
+        let observer = PyObserver::new(progress);
+        let counted = self.inner.clone();
+        let result = run_detached(py, &observer, || {
+            bpeforge::train_superwords_from_counts(counted, &options, &inherited, &rules, &observer)
+        })?;
+        train_result_to_py(py, result)
     }
 
     #[getter]

@@ -55,9 +55,10 @@ pub use pretokenize::specials::{Piece, SpecialSplitter};
 pub use progress::{Observer, Phase, Silent};
 pub use train::count::add_texts;
 pub use train::extend::extend_from_counts;
+pub use train::superword::SuperwordRules;
 pub use train::{
-    build_pool, count, extend, train, train_from_counts, CountSettings, CountsFile, Documents, Extension, TieBreak,
-    TrainOptions, TrainResult, TrainStats, DEFAULT_CHUNK_SIZE,
+    build_pool, count, extend, train, train_from_counts, train_superwords_from_counts, CountSettings, CountsFile,
+    Documents, Extension, TieBreak, TrainOptions, TrainResult, TrainStats, DEFAULT_CHUNK_SIZE,
 };
 pub use util::huge_pages::vec_with_capacity;
 pub use util::recycled::give_back;

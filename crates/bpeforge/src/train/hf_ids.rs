@@ -67,6 +67,11 @@ impl HfIds {
         left.iter().chain(right.iter()).copied().collect()
     }
 
+    /// The id of the token `bytes`, if it is one.
+    pub fn id_of(&self, bytes: &[u8]) -> Option<u32> {
+        self.ids.get(bytes).copied()
+    }
+
     /// The id of the token `bytes`, added when new.
     pub fn id_of_or_add(&mut self, bytes: Arc<[u8]>) -> u32 {
         if let Some(&id) = self.ids.get(&bytes) {

@@ -32,13 +32,13 @@ use crate::bpe::merges::Merge;
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
 
-type Pair = (u32, u32);
+pub(super) type Pair = (u32, u32);
 
 /// A queue entry: HF's `Merge`, ordered as HF orders it.
-struct Entry {
-    pair: Pair,
-    count: u64,
-    words: FxHashSet<u32>,
+pub(super) struct Entry {
+    pub pair: Pair,
+    pub count: u64,
+    pub words: FxHashSet<u32>,
 }
 
 impl Ord for Entry {
@@ -84,86 +84,109 @@ pub fn learn_merges_hf(
     limits: HfLimits,
     observer: &dyn Observer,
 ) -> Result<HfLearned, Error> {
-    let mut words: Vec<Vec<u32>> = Vec::with_capacity(counts.len());
-    let mut word_counts: Vec<i64> = Vec::with_capacity(counts.len());
-    let mut seen = [false; 256];
-    counts.for_each(|bytes, _| bytes.iter().for_each(|&b| seen[usize::from(b)] = true));
-    let mut ids = HfIds::new(specials, &seen);
-    counts.for_each(|bytes, n| {
-        words.push(bytes.iter().map(|&b| ids.of_byte(b)).collect());
-        word_counts.push(n as i64);
-    });
-    let max_length = limits.max_token_length.unwrap_or(usize::MAX);
-    let mut loop_state = HfLoop { words, word_counts, pair_counts: FxHashMap::default(), queue: BinaryHeap::new() };
-    loop_state.count_initial_pairs();
-    let (start_len, wanted) = (ids.len(), limits.vocab_size.saturating_sub(ids.len()) as u64);
-    let mut made: Vec<(Pair, u32)> = Vec::new();
-    while ids.len() < limits.vocab_size {
-        let Some(mut top) = loop_state.queue.pop() else { break };
-        let live = loop_state.pair_counts[&top.pair] as u64;
-        if top.count != live {
-            top.count = live;
-            loop_state.queue.push(top);
-            continue;
-        }
-        if top.count < 1 || limits.min_frequency > top.count {
-            break;
-        }
-        let token = ids.concat(top.pair);
-        let new = ids.id_of_or_add(token);
-        made.push((top.pair, new));
-        loop_state.merge(&top, new, &ids, max_length);
-        if made.len().is_multiple_of(64) {
-            observer.progress(Phase::Merge, (ids.len() - start_len) as u64, wanted)?;
-        }
-    }
-    observer.progress(Phase::Merge, made.len() as u64, made.len() as u64)?;
-    let (merges, tokens) = saved_order(&made).into_iter().map(|(pair, new)| ids.merge_and_token(pair, new)).unzip();
-    Ok(HfLearned { merges, tokens })
+    let (mut state, holders) = HfState::new(counts, specials);
+    let entries = state.entries(holders);
+    state.queue.extend(entries);
+    let mut made = Vec::new();
+    state.learn(limits, |_| true, &mut made, observer)?;
+    Ok(state.learned(&made))
 }
 
-/// The merges in HF's saved order: a pair merged more than once keeps only
-/// its last rank.
-fn saved_order(made: &[(Pair, u32)]) -> Vec<(Pair, u32)> {
-    let last: FxHashMap<Pair, usize> = made.iter().enumerate().map(|(rank, &(pair, _))| (pair, rank)).collect();
-    made.iter().enumerate().filter(|&(rank, (pair, _))| last[pair] == rank).map(|(_, &m)| m).collect()
-}
+/// Pair -> the words that gained it in a step.
+pub(super) type Holders = FxHashMap<Pair, FxHashSet<u32>>;
 
-struct HfLoop {
+/// HF's trainer between steps: its ids, its words as ids, its pair counts
+/// (a merged pair's never zeroed) and its queue.
+pub(super) struct HfState {
+    pub ids: HfIds,
     words: Vec<Vec<u32>>,
     word_counts: Vec<i64>,
     pair_counts: FxHashMap<Pair, i64>,
-    queue: BinaryHeap<Entry>,
+    pub queue: BinaryHeap<Entry>,
 }
 
-impl HfLoop {
-    fn count_initial_pairs(&mut self) {
-        let mut holders: FxHashMap<Pair, FxHashSet<u32>> = FxHashMap::default();
-        for (index, word) in self.words.iter().enumerate() {
+impl HfState {
+    /// The words of `counts` as ids, with every pair counted; returns the
+    /// words that hold each pair, for the caller's queue.
+    pub fn new(counts: &PretokenCounts, specials: &[String]) -> (Self, Holders) {
+        let mut seen = [false; 256];
+        counts.for_each(|bytes, _| bytes.iter().for_each(|&b| seen[usize::from(b)] = true));
+        let ids = HfIds::new(specials, &seen);
+        let (mut words, mut word_counts) = (Vec::with_capacity(counts.len()), Vec::with_capacity(counts.len()));
+        counts.for_each(|bytes, n| {
+            words.push(bytes.iter().map(|&b| ids.of_byte(b)).collect::<Vec<u32>>());
+            word_counts.push(n as i64);
+        });
+        let mut state = Self { ids, words, word_counts, pair_counts: FxHashMap::default(), queue: BinaryHeap::new() };
+        let mut holders = Holders::default();
+        for (index, word) in state.words.iter().enumerate() {
             for window in word.windows(2) {
                 let pair = (window[0], window[1]);
-                *self.pair_counts.entry(pair).or_default() += self.word_counts[index];
+                *state.pair_counts.entry(pair).or_default() += state.word_counts[index];
                 holders.entry(pair).or_default().insert(index as u32);
             }
         }
-        self.push_changed(holders);
+        (state, holders)
     }
 
-    /// Push an entry for every pair that gained words, if its count is positive.
-    fn push_changed(&mut self, holders: FxHashMap<Pair, FxHashSet<u32>>) {
-        for (pair, words) in holders {
-            let count = self.pair_counts[&pair];
-            if count > 0 {
-                self.queue.push(Entry { pair, count: count as u64, words });
+    /// An entry for each pair of `holders` whose count is positive.
+    pub fn entries(&self, holders: Holders) -> Vec<Entry> {
+        let positive = holders.into_iter().filter(|(pair, _)| self.pair_counts[pair] > 0);
+        positive.map(|(pair, words)| Entry { pair, count: self.pair_counts[&pair] as u64, words }).collect()
+    }
+
+    /// The live count of `pair`.
+    pub fn count(&self, pair: Pair) -> u64 {
+        self.pair_counts[&pair] as u64
+    }
+
+    /// HF's merge loop from the current queue: pop the best entry, push a
+    /// stale one back with its live count, stop at the limits; a merge whose
+    /// token `accept` refuses is dropped (its entry gone) and not counted.
+    pub fn learn(
+        &mut self,
+        limits: HfLimits,
+        accept: impl Fn(&[u8]) -> bool,
+        made: &mut Vec<(Pair, u32)>,
+        observer: &dyn Observer,
+    ) -> Result<(), Error> {
+        let max_length = limits.max_token_length.unwrap_or(usize::MAX);
+        let (start_len, wanted) = (self.ids.len(), limits.vocab_size.saturating_sub(self.ids.len()) as u64);
+        while self.ids.len() < limits.vocab_size {
+            let Some(mut top) = self.queue.pop() else { break };
+            let live = self.count(top.pair);
+            if top.count != live {
+                top.count = live;
+                self.queue.push(top);
+                continue;
+            }
+            if top.count < 1 || limits.min_frequency > top.count {
+                break;
+            }
+            let token = self.ids.concat(top.pair);
+            if !accept(&token) {
+                continue;
+            }
+            let new = self.ids.id_of_or_add(token);
+            made.push((top.pair, new));
+            let gained = self.merge(top.pair, &top.words, new, max_length);
+            let entries = self.entries(gained);
+            self.queue.extend(entries);
+            if made.len().is_multiple_of(64) {
+                observer.progress(Phase::Merge, (self.ids.len() - start_len) as u64, wanted)?;
             }
         }
+        observer.progress(Phase::Merge, wanted, wanted)?;
+        Ok(())
     }
 
-    /// Merge `top.pair` into `new` in `top`'s words (HF's `Word::merge`).
-    fn merge(&mut self, top: &Entry, new: u32, ids: &HfIds, max_length: usize) {
-        let (left, right) = top.pair;
-        let mut gained: FxHashMap<Pair, FxHashSet<u32>> = FxHashMap::default();
-        for &index in &top.words {
+    /// Merge `pair` into `new` in `words` (HF's `Word::merge`, in one pass
+    /// per word: HF shifts the word at each occurrence); returns the words
+    /// that gained each pair.
+    pub fn merge(&mut self, (left, right): Pair, words: &FxHashSet<u32>, new: u32, max_length: usize) -> Holders {
+        let new_len = self.ids.len_of(left) + self.ids.len_of(right);
+        let mut gained = Holders::default();
+        for &index in words {
             let count = self.word_counts[index as usize];
             let word = &mut self.words[index as usize];
             let mut change = |pair: Pair, delta: i64| {
@@ -172,29 +195,47 @@ impl HfLoop {
                     gained.entry(pair).or_default().insert(index);
                 }
             };
-            let mut i = 0;
-            while i < word.len() {
-                if word[i] == left && i + 1 < word.len() && word[i + 1] == right {
-                    let new_len = ids.len_of(left) + ids.len_of(right);
-                    if i > 0 {
-                        change((word[i - 1], left), -1);
-                        if ids.len_of(word[i - 1]) + new_len < max_length {
-                            change((word[i - 1], new), 1);
+            let (mut read, mut write) = (0, 0);
+            while read < word.len() {
+                if word[read] == left && read + 1 < word.len() && word[read + 1] == right {
+                    // The symbol before is the merged one when the last step merged.
+                    if write > 0 {
+                        let before = word[write - 1];
+                        change((before, left), -1);
+                        if self.ids.len_of(before) + new_len < max_length {
+                            change((before, new), 1);
                         }
                     }
-                    word.splice(i..i + 2, [new]);
-                    if i + 1 < word.len() {
-                        change((right, word[i + 1]), -1);
-                        if ids.len_of(word[i + 1]) + new_len < max_length {
-                            change((new, word[i + 1]), 1);
+                    if let Some(&after) = word.get(read + 2) {
+                        change((right, after), -1);
+                        if self.ids.len_of(after) + new_len < max_length {
+                            change((new, after), 1);
                         }
                     }
+                    (word[write], read) = (new, read + 2);
+                } else {
+                    (word[write], read) = (word[read], read + 1);
                 }
-                i += 1;
+                write += 1;
             }
+            word.truncate(write);
         }
-        self.push_changed(gained);
+        gained
     }
+
+    /// `made` as HF saves it, in bytes.
+    pub fn learned(&self, made: &[(Pair, u32)]) -> HfLearned {
+        let saved = saved_order(made).into_iter().map(|(pair, new)| self.ids.merge_and_token(pair, new));
+        let (merges, tokens) = saved.unzip();
+        HfLearned { merges, tokens }
+    }
+}
+
+/// The merges in HF's saved order: a pair merged more than once keeps only
+/// its last rank.
+fn saved_order(made: &[(Pair, u32)]) -> Vec<(Pair, u32)> {
+    let last: FxHashMap<Pair, usize> = made.iter().enumerate().map(|(rank, &(pair, _))| (pair, rank)).collect();
+    made.iter().enumerate().filter(|&(rank, (pair, _))| last[pair] == rank).map(|(_, &m)| m).collect()
 }
 
 #[cfg(test)]

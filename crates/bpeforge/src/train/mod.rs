@@ -21,6 +21,7 @@ mod pairs;
 pub mod profile;
 pub mod queue;
 pub mod short_counts;
+pub mod superword;
 pub mod table;
 pub mod word;
 
@@ -255,6 +256,31 @@ fn train_hf(
     let learned = hf_merge::learn_merges_hf(&counted.counts, specials, limits, observer)?;
     stats.merge_time = started.elapsed();
     let vocab = layout_vocab(learned.tokens, specials);
+    Ok(TrainResult { vocab, merges: learned.merges, stats })
+}
+
+/// SuperBPE's stage 2 from a count table of its pieces (`superword.rs`):
+/// replay `inherited` (stage 1's first merges), then learn superword merges
+/// with HF's loop until HF's vocabulary reaches `options.vocab_size`.
+pub fn train_superwords_from_counts(
+    counted: CountsFile,
+    options: &TrainOptions,
+    inherited: &[Merge],
+    rules: &superword::SuperwordRules,
+    observer: &dyn Observer,
+) -> Result<TrainResult, Error> {
+    let specials = SpecialSplitter::new(&options.special_tokens)?;
+    check_counted_specials(&counted, options)?;
+    let mut stats = stats_of(&counted);
+    let started = Instant::now();
+    let limits = hf_merge::HfLimits {
+        vocab_size: options.vocab_size,
+        min_frequency: options.min_frequency,
+        max_token_length: options.max_token_length,
+    };
+    let learned = superword::learn_superwords(&counted.counts, specials.tokens(), inherited, rules, limits, observer)?;
+    stats.merge_time = started.elapsed();
+    let vocab = layout_vocab(learned.tokens, specials.tokens());
     Ok(TrainResult { vocab, merges: learned.merges, stats })
 }
 

@@ -1,0 +1,106 @@
+//! SuperBPE's second stage (Liu et al., 2025), as the reference trainer
+//! (`alisawuffles/tokenizers-superbpe`, `do_train_extend`) runs it, step for
+//! step, on pieces that may span words (whole lines, cut only around digits).
+//!
+//! 1. Ids, words and pair counts as HF's trainer makes them (`hf_merge.rs`),
+//!    but the queue is a map with one entry per pair: a step that adds words
+//!    to a pair replaces its entry with one holding only the new words.
+//! 2. The inherited merges are replayed in order. One whose sides are not
+//!    tokens yet, or whose pair has no entry (it occurs nowhere, or its entry
+//!    was used), is dropped; one whose entry is left, with any count, is
+//!    applied to that entry's words and kept.
+//! 3. The entries left become HF's heap, and HF's loop continues, skipping
+//!    (for good, unless the pair gains words again) a merge whose token holds
+//!    a forbidden string or more than `max_words` words (runs of bytes other
+//!    than the space).
+
+use rustc_hash::FxHashMap;
+
+use super::hf_merge::{HfLearned, HfLimits, HfState, Pair};
+use super::table::PretokenCounts;
+use crate::bpe::merges::Merge;
+use crate::error::Error;
+use crate::progress::Observer;
+
+/// Which superword tokens stage 2 may learn.
+#[derive(Debug, Clone)]
+pub struct SuperwordRules {
+    /// A token may hold at most this many words (0: any number).
+    pub max_words: usize,
+    /// A token may hold none of these byte strings (the paper: `": "`).
+    pub forbid: Vec<Vec<u8>>,
+}
+
+impl SuperwordRules {
+    /// Whether stage 2 may learn `token`.
+    pub fn allows(&self, token: &[u8]) -> bool {
+        let words = token.split(|&b| b == b' ').filter(|word| !word.is_empty()).count();
+        let forbidden = self.forbid.iter().any(|f| !f.is_empty() && token.windows(f.len()).any(|w| w == &f[..]));
+        (self.max_words == 0 || words <= self.max_words) && !forbidden
+    }
+}
+
+/// Stage 2: replay `inherited` on the pieces of `counts`, then learn
+/// superword merges until HF's vocabulary reaches `limits.vocab_size`.
+/// Returns the merges as the reference saves them: the inherited ones it
+/// kept, then the new ones.
+pub fn learn_superwords(
+    counts: &PretokenCounts,
+    specials: &[String],
+    inherited: &[Merge],
+    rules: &SuperwordRules,
+    limits: HfLimits,
+    observer: &dyn Observer,
+) -> Result<HfLearned, Error> {
+    let (mut state, holders) = HfState::new(counts, specials);
+    let mut queue: FxHashMap<Pair, _> = state.entries(holders).into_iter().map(|e| (e.pair, e)).collect();
+    let max_length = limits.max_token_length.unwrap_or(usize::MAX);
+    let mut made = Vec::with_capacity(inherited.len());
+    for (left, right) in inherited {
+        let (Some(left), Some(right)) = (state.ids.id_of(left), state.ids.id_of(right)) else { continue };
+        let Some(entry) = queue.remove(&(left, right)) else { continue };
+        let new = state.ids.id_of_or_add(state.ids.concat(entry.pair));
+        made.push((entry.pair, new));
+        let gained = state.merge(entry.pair, &entry.words, new, max_length);
+        queue.extend(state.entries(gained).into_iter().map(|e| (e.pair, e)));
+    }
+    state.queue.extend(queue.into_values());
+    state.learn(limits, |token| rules.allows(token), &mut made, observer)?;
+    Ok(state.learned(&made))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::Silent;
+    use std::sync::Arc;
+
+    fn merge(left: &str, right: &str) -> Merge {
+        (Arc::from(left.as_bytes()), Arc::from(right.as_bytes()))
+    }
+
+    #[test]
+    fn rules_count_words_between_spaces_and_forbid_substrings() {
+        let rules = SuperwordRules { max_words: 2, forbid: vec![b": ".to_vec()] };
+        assert!(rules.allows(b" of the") && rules.allows(b"of the ") && rules.allows(b"  x"));
+        assert!(!rules.allows(b" of the end") && !rules.allows(b"a: b"));
+        assert!(rules.allows(b"a:b"));
+    }
+
+    #[test]
+    fn inherited_merges_replay_in_order_and_absent_ones_are_dropped() {
+        let mut table = PretokenCounts::default();
+        table.insert(b"to be or not to be\n", 3);
+        let inherited = [merge("t", "o"), merge("q", "u"), merge("b", "e"), merge("x", "y"), merge(" ", "to")];
+        let rules = SuperwordRules { max_words: 4, forbid: vec![] };
+        let limits = HfLimits { vocab_size: 16, min_frequency: 0, max_token_length: None };
+        let learned = learn_superwords(&table, &[], &inherited, &rules, limits, &Silent).unwrap();
+        let text = |b: &Arc<[u8]>| String::from_utf8(b.to_vec()).unwrap();
+        let merges: Vec<(String, String)> = learned.merges.iter().map(|(l, r)| (text(l), text(r))).collect();
+        // "q"/"x" occur nowhere: dropped. Then the alphabet (\n, ' ', b e n o r t: 8
+        // ids) + to, be, " to" = 11; five new merges reach 16, spanning words.
+        assert_eq!(&merges[..3], [("t", "o"), ("b", "e"), (" ", "to")].map(|(l, r)| (l.to_string(), r.to_string())));
+        assert_eq!(merges.len(), 8);
+        assert!(learned.tokens.iter().any(|t| t.contains(&b' ') && t.len() > 3), "{merges:?}");
+    }
+}

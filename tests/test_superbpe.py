@@ -1,0 +1,118 @@
+"""`bpeforge.train_superbpe` against the reference: HF `tokenizers`' own
+pre-tokenizers and trainer for stage 1, the SuperBPE fork's recorded output
+for stage 2 (tests/data/superbpe/, see its README), and the rules themselves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import bpeforge
+import pytest
+from bpeforge.superbpe import STAGE1_PATTERN, SUPERWORD_PATTERN, train_superbpe
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import Regex, pre_tokenizers  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "data" / "superbpe"
+R1 = r"(?=(\d{3})+(?!\d))| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+DIGIT_GROUPS = r"(?=(\d{3})+(?!\d))"
+
+
+def hf_pipeline(split: str) -> pre_tokenizers.PreTokenizer:
+    """The reference's pre-tokenizer, less its ByteLevel step (which only respells bytes)."""
+    digits = pre_tokenizers.Digits(individual_digits=False)
+    return pre_tokenizers.Sequence([digits, pre_tokenizers.Split(Regex(split), "isolated")])
+
+
+# Numerals of several kinds (decimal digits of other scripts, superscripts,
+# fractions, Roman numerals), whitespace of several kinds, letters, punctuation.
+TEXT_CHARS = [*"ab  \n\t\r,.:;'-1234567890", "é", "Ж", "²", "٣", "Ⅻ", "½", "\u3000", "\u00a0", "😀", "中", "१"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(TEXT_CHARS), max_size=40))
+def test_the_patterns_cut_text_as_the_reference_pipelines_do(text):
+    for pipeline, pattern in ((hf_pipeline(R1), STAGE1_PATTERN), (hf_pipeline(DIGIT_GROUPS), SUPERWORD_PATTERN)):
+        assert bpeforge.pretokenize(text, pattern) == [piece for piece, _ in pipeline.pre_tokenize_str(text)]
+
+
+def test_numerals_are_grouped_by_three_from_the_right_and_lines_stay_whole():
+    assert bpeforge.pretokenize("pay 1234567 now", SUPERWORD_PATTERN) == ["pay ", "1", "234", "567", " now"]
+    assert bpeforge.pretokenize("pay  1234 now", STAGE1_PATTERN) == ["pay", "  ", "1", "234", " now"]
+
+
+def hf_stage1_merges(path: Path, vocab_size: int) -> list[tuple[str, str]]:
+    from tokenizers import Tokenizer, models, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([hf_pipeline(R1), byte_level])
+    tokenizer.train([str(path)], trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False))
+    return [tuple(m) for m in json.loads(tokenizer.to_str())["model"]["merges"]]
+
+
+def byte_chars() -> list[str]:
+    """GPT-2's byte -> char table, in which HF writes tokens."""
+    printable = {*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)}
+    chars, extra = [], 256
+    for byte in range(256):
+        chars.append(chr(byte) if byte in printable else chr(extra))
+        extra += byte not in printable
+    return chars
+
+
+CHARS = byte_chars()
+
+
+def spelled(merges: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    return [("".join(CHARS[b] for b in left), "".join(CHARS[b] for b in right)) for left, right in merges]
+
+
+def fixture_cases() -> list[dict]:
+    if not (FIXTURES / "cases.json").exists():
+        return []
+    return json.loads((FIXTURES / "cases.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", fixture_cases(), ids=lambda case: case["name"])
+def test_stage1_equals_tokenizers_and_stage2_equals_the_fork(case):
+    corpus = FIXTURES / case["corpus"]
+    vocab_size, t = case["vocab_size"], case["t"]
+    stage1 = bpeforge.train(
+        corpus, vocab_size, tie_break="hf", documents="lines", pattern=STAGE1_PATTERN, num_threads=2
+    ).merges
+    assert spelled(stage1) == hf_stage1_merges(corpus, vocab_size)
+    # The fork read `head -n t merges.txt`: the version line and t-1 merges.
+    result = train_superbpe(corpus, vocab_size, transition=t - 1, num_threads=2)
+    fork = [tuple(line.split(" ")) for line in (FIXTURES / case["merges"]).read_text(encoding="utf-8").splitlines()[1:]]
+    assert spelled(result.merges) == fork
+    assert any(b" " in left + right and (left + right).strip(b" ").count(b" ") >= 1 for left, right in result.merges)
+
+
+def test_superword_tokens_obey_the_rules(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text(("the end of the day: we go on and on and on\n" * 5 + "in 2024, 1234567 of the\n") * 4)
+    result = train_superbpe(path, 120, transition=10, max_words=3, num_threads=1)
+    tokens = [left + right for left, right in result.merges[10:]]
+    assert tokens, "stage 2 learnt nothing"
+    for token in tokens:
+        assert b": " not in token and len(token.split()) <= 3, token
+    assert any(len(token.split()) >= 2 for token in tokens), tokens
+    assert result.pattern == SUPERWORD_PATTERN
+    # Saved and loaded, it encodes with the superword pieces: " of the" is one token.
+    tokenizer = bpeforge.Tokenizer.load(result.save(tmp_path / "tok"))
+    ids = tokenizer.encode("the end of the day")
+    assert tokenizer.decode(ids) == "the end of the day"
+    assert len(ids) < 5, "five words, fewer tokens"
+
+
+def test_arguments_are_checked(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("ab ab\n")
+    with pytest.raises(ValueError, match="tie_break"):
+        train_superbpe(path, 50, transition=1, tie_break="cs336")
+    with pytest.raises(ValueError, match="transition"):
+        train_superbpe(path, 50, transition=40)
