@@ -116,3 +116,106 @@ def test_arguments_are_checked(tmp_path):
         train_superbpe(path, 50, transition=1, tie_break="cs336")
     with pytest.raises(ValueError, match="transition"):
         train_superbpe(path, 50, transition=40)
+
+
+def oracle_stage2(pieces: dict[bytes, int], inherited, vocab_size: int, max_words: int, forbid: bytes):
+    """The fork's `do_train_extend`, written plainly: HF ids, a map with one
+    entry (count, words) per pair during the replay, then HF's heap loop."""
+    import heapq
+
+    order = sorted({b for piece in pieces for b in piece}, key=lambda b: CHARS[b])
+    tokens = [bytes([b]) for b in order]
+    ids = {token: i for i, token in enumerate(tokens)}
+    words = [[ids[bytes([b])] for b in piece] for piece in pieces]
+    counts = list(pieces.values())
+    pair_counts: dict = {}
+    holders: dict = {}
+    for w, word in enumerate(words):
+        for pair in zip(word, word[1:]):
+            pair_counts[pair] = pair_counts.get(pair, 0) + counts[w]
+            holders.setdefault(pair, set()).add(w)
+
+    def merge(pair, where, new):
+        gained: dict = {}
+        for w in where:
+            word, out, i = words[w], [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+                    changes = []
+                    if out:
+                        changes += [((out[-1], pair[0]), -1), ((out[-1], new), 1)]
+                    if i + 2 < len(word):
+                        changes += [((pair[1], word[i + 2]), -1), ((new, word[i + 2]), 1)]
+                    for changed, delta in changes:
+                        pair_counts[changed] = pair_counts.get(changed, 0) + delta * counts[w]
+                        if delta > 0:
+                            gained.setdefault(changed, set()).add(w)
+                    out.append(new)
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            words[w] = out
+        return {pair: where for pair, where in gained.items() if pair_counts[pair] > 0}
+
+    def token_id(token):
+        if token not in ids:
+            ids[token] = len(tokens)
+            tokens.append(token)
+        return ids[token]
+
+    made = []
+    queue = {pair: where for pair, where in holders.items() if pair_counts[pair] > 0}
+    for left, right in inherited:
+        pair = (ids.get(left), ids.get(right))
+        if None in pair or pair not in queue:
+            continue
+        where = queue.pop(pair)
+        new = token_id(left + right)
+        made.append((pair, new))
+        queue.update(merge(pair, where, new))
+    heap = [(-pair_counts[pair], pair, n, where) for n, (pair, where) in enumerate(queue.items())]
+    heapq.heapify(heap)
+    serial = len(heap)
+    while len(tokens) < vocab_size and heap:
+        negative, pair, _, where = heapq.heappop(heap)
+        if -negative != pair_counts[pair]:
+            heapq.heappush(heap, (-pair_counts[pair], pair, serial, where))
+            serial += 1
+            continue
+        if pair_counts[pair] < 1:
+            break
+        token = tokens[pair[0]] + tokens[pair[1]]
+        if forbid in token or len([w for w in token.split(b" ") if w]) > max_words:
+            continue
+        new = token_id(token)
+        made.append((pair, new))
+        for gained_pair, gained_where in merge(pair, where, new).items():
+            heapq.heappush(heap, (-pair_counts[gained_pair], gained_pair, serial, gained_where))
+            serial += 1
+    last = {pair: rank for rank, (pair, _) in enumerate(made)}
+    return [(tokens[p[0]], tokens[p[1]]) for rank, (p, _) in enumerate(made) if last[p] == rank]
+
+
+LINES = st.lists(st.text(alphabet=st.sampled_from([*"ab  ::,1234", "é"]), min_size=1, max_size=30), min_size=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=LINES, transition=st.integers(1, 12), extra=st.integers(0, 40), max_words=st.integers(1, 4))
+def test_stage2_equals_a_plain_oracle_of_the_fork_on_generated_corpora(
+    tmp_path_factory, lines, transition, extra, max_words
+):
+    path = tmp_path_factory.mktemp("superbpe") / "t.txt"
+    text = "\n".join(lines) + "\n"
+    path.write_bytes(text.encode("utf-8"))
+    stage1 = bpeforge.train(path, 1000, tie_break="hf", documents="lines", pattern=STAGE1_PATTERN).merges
+    if transition > len(stage1):
+        return
+    pieces: dict[bytes, int] = {}
+    for line in text.splitlines(keepends=True):
+        for piece in bpeforge.pretokenize(line, SUPERWORD_PATTERN):
+            pieces[piece.encode("utf-8")] = pieces.get(piece.encode("utf-8"), 0) + 1
+    vocab_size = len({b for p in pieces for b in p}) + transition + extra
+    result = train_superbpe(path, vocab_size, transition=transition, max_words=max_words, num_threads=1)
+    # train_superbpe's stage 1 ran to vocab_size: its first `transition` merges are stage1's.
+    assert result.merges == oracle_stage2(pieces, stage1[:transition], vocab_size, max_words, b": ")
