@@ -62,14 +62,13 @@ the files `load_hf` refuses as a whole pipeline (`bpeforge.hf_pipeline`).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bpeforge import _core
 from bpeforge.formats.atomic import write_directory_atomically, write_text_atomically
 from bpeforge.formats.gpt2 import TOKENIZER_FILES, decode_token, encode_token, read_json
-from bpeforge.formats.oniguruma import from_onig_regex, onig_regex
+from bpeforge.formats.oniguruma import from_onig_regex, onig_regex, reads_alike
 from bpeforge.formats.parts import (
     PathLike,
     TokenizerParts,
@@ -332,7 +331,7 @@ def _hf_pattern(pre: Any, where: str) -> str:
             presets = {onig_regex(source): name for name, source in PATTERNS.items()}
             if regex in presets:
                 return presets[regex]
-            if not _READ_APART.search(regex) and not _LINE_ANCHOR.search(_outside_classes(regex)):
+            if reads_alike(regex):
                 return from_onig_regex(regex)
             # `$`, `^`, `X{n,m}+` and Oniguruma's own escapes: the pipeline reads them as Oniguruma does.
             raise ValueError(f"{where}pre_tokenizer Split regex {regex!r} reads differently in bpeforge's engine")
@@ -341,28 +340,6 @@ def _hf_pattern(pre: Any, where: str) -> str:
         "ByteLevel(add_prefix_space=false, use_regex=true), or Sequence[Split(Regex, behavior=Isolated, "
         "invert=false), ByteLevel(add_prefix_space=false, use_regex=false)] as Llama 3's tokenizer.json has"
     )
-
-
-# What Oniguruma and bpeforge's engine read apart: `X{n,m}+`, escapes only Oniguruma has (even escaped
-# themselves: a false alarm only loads the file as a pipeline), and line anchors outside classes. A regex
-# with any of them loads as a pipeline instead, which reads it as Oniguruma does.
-_READ_APART = re.compile(r"\{\d+(?:,\d*)?\}\+|\\[hHZRXKGOyY]|\(\?~")
-_LINE_ANCHOR = re.compile(r"[$^]")
-
-
-def _outside_classes(regex: str) -> str:
-    """`regex` without its character classes and escapes (an escape is read as one token)."""
-    out, in_class, i = [], False, 0
-    while i < len(regex):
-        token = regex[i : i + 2] if regex[i] == "\\" else regex[i]
-        if token == "[" and not in_class:
-            in_class = True
-        elif token == "]" and in_class:
-            in_class = False
-        elif not in_class and len(token) == 1:
-            out.append(token)
-        i += len(token)
-    return "".join(out)
 
 
 def _check_hf_model(model: Any, where: str) -> None:

@@ -47,3 +47,29 @@ def _swap_outside_classes(source: str, old: str, new: str) -> str:
         out.append(new if token == old and not in_class else token)
         i += len(token)
     return "".join(out)
+
+
+def reads_alike(regex: str) -> bool:
+    """Whether an Oniguruma regex from a `tokenizer.json` has none of what the engines read apart: `X{n,m}+`,
+    escapes only Oniguruma has or reads otherwise (even escaped themselves: a false alarm only loads the file
+    as a pipeline, which reads it as Oniguruma does), and line anchors outside classes."""
+    return not _READ_APART.search(regex) and not _LINE_ANCHOR.search(_outside_classes(regex))
+
+
+_READ_APART = re.compile(r"\{\d+(?:,\d*)?\}\+|\\[hHZRXKGOyY]|\(\?~")
+_LINE_ANCHOR = re.compile(r"[$^]")
+
+
+def _outside_classes(regex: str) -> str:
+    """`regex` without its character classes and escapes (an escape is read as one token)."""
+    out, in_class, i = [], False, 0
+    while i < len(regex):
+        token = regex[i : i + 2] if regex[i] == "\\" else regex[i]
+        if token == "[" and not in_class:
+            in_class = True
+        elif token == "]" and in_class:
+            in_class = False
+        elif not in_class and len(token) == 1:
+            out.append(token)
+        i += len(token)
+    return "".join(out)

@@ -169,7 +169,9 @@ fn split<'t>(pass: Option<&Pass>, text: &'t str, out: &mut Vec<Segment<'t>>) {
         if start < stop {
             out.push(Segment::Token(token.id));
         }
-        taken = taken.max(stop);
+        // As in `tokenizers`, even when this match lies inside the spaces an earlier rstrip took: the text
+        // after it is then read again.
+        taken = stop;
     }
     if taken < text.len() {
         out.push(Segment::Text(&text[taken..]));
@@ -210,5 +212,6 @@ mod tests {
         assert_eq!(cut(vec![token("<m>", 1, "lr")], "a  <m>  b"), ["a", "<1>", "b"]);
         assert_eq!(cut(vec![token("ab", 1, "w")], "ab xab ab"), ["<1>", " xab ", "<1>"]);
         assert_eq!(cut(vec![token("  ", 1, "lr")], "a      "), ["a", "<1>"]);
+        assert_eq!(cut(vec![token("½", 1, "r"), token(" ", 2, "")], "½ \u{b}"), ["<1>", "<2>", "\u{b}"]);
     }
 }
