@@ -88,7 +88,7 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             parser.error("--document-separator does not apply with --ray: its shards record where documents start")
         from bpeforge.cli.on_ray import run_encode
 
-        return run_encode(args)
+        return run_encode(args, _separator_id)
     args.inputs = stdin_inputs(args.inputs)
     files = encode_files.list_inputs(args.inputs, args.glob)
     tokenizer = open_from_args(args.tokenizer, args, cache_size=encode_files.cache_size_for(files))

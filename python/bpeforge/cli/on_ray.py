@@ -8,18 +8,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from bpeforge import counts
-from bpeforge.cli.encode import _separator_id
 from bpeforge.cli.tokenizer_args import open_from_args
 from bpeforge.ray import cluster
 from bpeforge.ray.count import count
 from bpeforge.ray.encode import encode
 from bpeforge.ray.jobs import ShardFailed
 from bpeforge.ray.shards import DEFAULT_SHARD_BYTES
+from bpeforge.tokenizer import Tokenizer
 
 EXIT_JOB_FAILED = 1
 
@@ -43,12 +43,13 @@ def run_count(args: argparse.Namespace, specials: list[str], input_kwargs: dict)
     return 0
 
 
-def run_encode(args: argparse.Namespace) -> int:
+def run_encode(args: argparse.Namespace, separator_id: Callable[[Tokenizer, str | None], int | None]) -> int:
+    """`separator_id`: the id of --document-separator, as the command finds it without --ray."""
     started = time.perf_counter()
     # Any tokenizer source: the tokenizer itself is shipped to the tasks (ray.put), not its files.
     tokenizer = open_from_args(args.tokenizer, args)
     shards_dir, stack = _shard_and_stack_paths(args)
-    separator = _separator_id(tokenizer, args.document_separator)
+    separator = separator_id(tokenizer, args.document_separator)
     with _job_errors():
         result = encode(
             args.inputs,
