@@ -38,13 +38,15 @@ type Splits<'r> = Vec<(&'r [u8], usize)>;
 /// left part of its merge; and the table the parts can be found in.
 fn split_tokens<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<(Splits<'_>, RankTable<'_>), Error> {
     let rank_of = rank_table(ranks);
+    let pair_ranks = pair_ranks(ranks);
+    let lookup = Lookup { pairs: &pair_ranks, table: &rank_of };
     let mut by_rank: Vec<(&[u8], u32)> =
         ranks.iter().map(|(token, rank)| (token.as_ref(), *rank)).filter(|(token, _)| token.len() > 1).collect();
     by_rank.sort_unstable_by_key(|&(_, rank)| rank);
     let splits = by_rank
         .par_iter()
         .map(|&(token, rank)| {
-            let parts = bpe_below(&rank_of, token, rank);
+            let parts = bpe_below(&lookup, token, rank);
             match parts.as_slice() {
                 &[left, _] => Ok((token, left)),
                 _ => Err(Error::InvalidArgument(format!(
@@ -64,12 +66,11 @@ fn split_tokens<B: AsRef<[u8]> + Sync>(ranks: &[(B, u32)]) -> Result<(Splits<'_>
 /// and only the two pairs a merge touches are looked up again (rescanning
 /// every pair after each merge hashed each token's slices quadratically:
 /// 0.18 s of loading o200k on one core).
-fn bpe_below(rank_of: &RankTable, token: &[u8], max_rank: u32) -> Vec<usize> {
+fn bpe_below(lookup: &Lookup, token: &[u8], max_rank: u32) -> Vec<usize> {
     // Part `i` is `token[starts[i]..starts[i + 1]]`; `ranks[i]` is that of parts `i` and `i + 1` joined.
     let mut starts: Vec<usize> = (0..=token.len()).collect();
     let pair_rank = |starts: &[usize], i: usize| {
-        let joined = &token[starts[i]..starts[i + 2]];
-        rank_of.get(joined).map(|(rank, _)| rank).filter(|&rank| rank < max_rank).unwrap_or(u32::MAX)
+        lookup.rank(&token[starts[i]..starts[i + 2]]).filter(|&rank| rank < max_rank).unwrap_or(u32::MAX)
     };
     let mut ranks: Vec<u32> = (0..token.len().saturating_sub(1)).map(|i| pair_rank(&starts, i)).collect();
     // The lowest rank, leftmost of equals, as tiktoken picks.
@@ -86,6 +87,34 @@ fn bpe_below(rank_of: &RankTable, token: &[u8], max_rank: u32) -> Vec<usize> {
         }
     }
     starts.windows(2).map(|part| part[1] - part[0]).collect()
+}
+
+/// A rank by bytes: two-byte tokens, the first pairs of every token's BPE
+/// (about a third of the lookups), from a flat table rather than hashed.
+struct Lookup<'a, 'r> {
+    pairs: &'a [u32],
+    table: &'a RankTable<'r>,
+}
+
+impl Lookup<'_, '_> {
+    #[inline]
+    fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        match *bytes {
+            [first, second] => Some(self.pairs[(first as usize) << 8 | second as usize]).filter(|&r| r != u32::MAX),
+            _ => self.table.get(bytes).map(|(rank, _)| rank),
+        }
+    }
+}
+
+/// The rank of each two-byte token at `first * 256 + second`; `u32::MAX` where there is none.
+fn pair_ranks<B: AsRef<[u8]>>(ranks: &[(B, u32)]) -> Vec<u32> {
+    let mut pairs = vec![u32::MAX; 1 << 16];
+    for (token, rank) in ranks {
+        if let &[first, second] = token.as_ref() {
+            pairs[(first as usize) << 8 | second as usize] = *rank;
+        }
+    }
+    pairs
 }
 
 /// Token bytes -> rank, and the token's position in the table given
