@@ -219,3 +219,18 @@ def test_stage2_equals_a_plain_oracle_of_the_fork_on_generated_corpora(
     result = train_superbpe(path, vocab_size, transition=transition, max_words=max_words, num_threads=1)
     # train_superbpe's stage 1 ran to vocab_size: its first `transition` merges are stage1's.
     assert result.merges == oracle_stage2(pieces, stage1[:transition], vocab_size, max_words, b": ")
+
+
+def test_the_cli_writes_the_forks_merges(tmp_path):
+    import subprocess
+    import sys
+
+    case = next(case for case in fixture_cases() if case["name"] == "gutenberg")
+    output = tmp_path / "tok"
+    command = [sys.executable, "-m", "bpeforge", "train", str(FIXTURES / case["corpus"]), "-o", str(output)]
+    command += ["--vocab-size", str(case["vocab_size"]), "--superbpe", str(case["t"] - 1)]
+    run = subprocess.run([*command, "--no-special-tokens", "--no-progress"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "superword tokens (spanning words): " in run.stdout
+    written = (output / "merges.txt").read_text(encoding="utf-8").splitlines()
+    assert written == (FIXTURES / case["merges"]).read_text(encoding="utf-8").splitlines()

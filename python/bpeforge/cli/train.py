@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bpeforge import counts
-from bpeforge.cli import demo, train_profile
+from bpeforge.cli import demo, superbpe_options, train_profile
 from bpeforge.cli.options import (
     add_input_options,
     add_ray_option,
@@ -65,6 +65,7 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
         f"DIR/{train_profile.REPORT_FILE}; counting runs somewhat slower to time its parts apart",
     )
     add_input_options(train_cmd)
+    superbpe_options.add_superbpe_options(train_cmd)
     train_cmd.set_defaults(run=_run_train)
 
 
@@ -85,18 +86,22 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         inputs = stdin_inputs(inputs)
         _check_tokenizer_output(output, [*inputs, *_base_paths(args)], args.force)
         specials = special_tokens_of(args)
-        result = train(
-            inputs,
-            vocab_size,
-            specials,
-            num_threads=args.threads,
-            progress=not args.no_progress,
-            min_frequency=args.min_frequency,
-            max_token_length=args.max_token_length,
-            profile=args.profile,
-            extend=args.extend,
-            **input_kwargs(args),
-        )
+        if args.superbpe is not None:
+            result = superbpe_options.run_superbpe(args, inputs, vocab_size, specials)
+        else:
+            result = train(
+                inputs,
+                vocab_size,
+                specials,
+                num_threads=args.threads,
+                progress=not args.no_progress,
+                min_frequency=args.min_frequency,
+                max_token_length=args.max_token_length,
+                profile=args.profile,
+                extend=args.extend,
+                **input_kwargs(args),
+                **superbpe_options.hf_kwargs(args),
+            )
         files = result.stats.files
     write_started = time.perf_counter()
     result.save(output, overwrite=args.force)
@@ -109,6 +114,8 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         total_seconds=finished - started,
         files=files,
     )
+    if getattr(args, "superbpe", None) is not None:
+        print(f"superword tokens (spanning words): {superbpe_options.superword_count(result):,}")
     if args.profile:
         report = train_profile.build_report(
             result, write_seconds=finished - write_started, total_seconds=finished - started

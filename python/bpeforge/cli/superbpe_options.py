@@ -1,0 +1,70 @@
+"""`bpeforge train`'s options for HF's trainer conventions and SuperBPE (docs/superbpe.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bpeforge.superbpe import STAGE1_PATTERN, SUPERWORD_PATTERN, train_superbpe
+from bpeforge.train import TrainResult
+
+
+def add_superbpe_options(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--tie-break",
+        choices=("cs336", "hf"),
+        default="cs336",
+        help="hf: HF tokenizers' BpeTrainer ties (smallest pair of its ids) and vocab_size (its vocabulary)",
+    )
+    cmd.add_argument(
+        "--documents",
+        choices=("files", "lines"),
+        default="files",
+        help="lines: each line of a text file is a document, as HF's train(files) reads them",
+    )
+    cmd.add_argument(
+        "--superbpe",
+        type=int,
+        metavar="T",
+        help="train a SuperBPE tokenizer: keep stage 1's first T merges, then learn superword tokens on whole "
+        "lines (implies --tie-break hf --documents lines; the reference's t is T+1)",
+    )
+    cmd.add_argument(
+        "--superword-pattern", help="with --superbpe: stage 2's pre-tokenizer (default: the paper's digit groups)"
+    )
+    cmd.add_argument(
+        "--max-words", type=int, default=4, help="with --superbpe: at most this many words a token (0: no limit)"
+    )
+
+
+def hf_kwargs(args: argparse.Namespace) -> dict:
+    """`train`'s conventions when they are not the default (so count files and extensions stay as they were)."""
+    kwargs = {}
+    if args.tie_break != "cs336":
+        kwargs["tie_break"] = args.tie_break
+    if args.documents != "files":
+        kwargs["documents"] = args.documents
+    return kwargs
+
+
+def run_superbpe(args: argparse.Namespace, inputs: list, vocab_size: int, specials: list[str]) -> TrainResult:
+    return train_superbpe(
+        inputs,
+        vocab_size,
+        specials,
+        transition=args.superbpe,
+        pattern=args.pattern or STAGE1_PATTERN,
+        superword_pattern=args.superword_pattern or SUPERWORD_PATTERN,
+        max_words=args.max_words,
+        min_frequency=args.min_frequency,
+        num_threads=args.threads,
+        progress=not args.no_progress,
+    )
+
+
+def superword_count(result: TrainResult) -> int:
+    """Tokens that span words: a space after the token's first byte, with a byte other than space on each side."""
+    spanning = 0
+    for left, right in result.merges:
+        token = (left + right).strip(b" ")
+        spanning += b" " in token
+    return spanning
