@@ -19,6 +19,7 @@ from typing import Any, Callable
 from bpeforge import _core
 from bpeforge._core import PATTERNS
 from bpeforge.tiktoken.encoding import Encoding
+from bpeforge.tiktoken.merge_splits import shipped_merges
 from bpeforge.tiktoken.patterns import R50K_PAT_STR
 
 DATA = Path(__file__).parent / "data"
@@ -85,6 +86,7 @@ ENCODING_CONSTRUCTORS: dict[str, Callable[[], dict[str, Any]]] = {
     "cl100k_base": _cl100k_base,
     "o200k_base": _o200k_base,
 }
+RANK_FILE_OF = {"gpt2": "r50k_base"}  # an encoding's rank file, where its name is not the file's
 ENCODINGS: dict[str, Encoding] = {}
 _lock = threading.RLock()
 
@@ -104,7 +106,9 @@ def get_encoding(encoding_name: str) -> Encoding:
                     f"Unknown encoding {encoding_name}. bpeforge.tiktoken ships {', '.join(ENCODING_CONSTRUCTORS)}; "
                     "for another, build an Encoding from its rank file (see docs/tiktoken.md)"
                 )
-            encoding = Encoding(**ENCODING_CONSTRUCTORS[encoding_name]())
+            definition = ENCODING_CONSTRUCTORS[encoding_name]()
+            ranks_name = RANK_FILE_OF.get(encoding_name, encoding_name)
+            encoding = Encoding(**definition, _merges=shipped_merges(ranks_name, definition["mergeable_ranks"]))
             encoding._pickled_as = (get_encoding, (encoding_name,))  # pickles as its name
             ENCODINGS[encoding_name] = encoding
         return ENCODINGS[encoding_name]
