@@ -24,7 +24,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use super::hf_ids::HfIds;
 use super::table::PretokenCounts;
@@ -42,7 +42,9 @@ pub(super) type Pair = (u32, u32);
 pub(super) struct Entry {
     pub pair: Pair,
     pub count: u64,
-    pub words: FxHashSet<u32>,
+    /// The words it was pushed for, each once (HF's set: a word's changes
+    /// come together, so a repeat is always the last one pushed).
+    pub words: Vec<u32>,
 }
 
 impl Ord for Entry {
@@ -97,7 +99,7 @@ pub fn learn_merges_hf(
 }
 
 /// Pair -> the words that gained it in a step.
-pub(super) type Holders = FxHashMap<Pair, FxHashSet<u32>>;
+pub(super) type Holders = FxHashMap<Pair, Vec<u32>>;
 
 /// HF's trainer between steps: its ids, its words as ids, its pair counts
 /// (a merged pair's never zeroed) and its queue.
@@ -127,7 +129,7 @@ impl HfState {
             for window in word.windows(2) {
                 let pair = (window[0], window[1]);
                 *state.pair_counts.entry(pair).or_default() += state.word_counts[index];
-                holders.entry(pair).or_default().insert(index as u32);
+                add_holder(holders.entry(pair).or_default(), index as u32);
             }
         }
         (state, holders)
@@ -187,13 +189,12 @@ impl HfState {
     /// Merge `pair` into `new` in `words` (HF's `Word::merge`, in one pass
     /// per word: HF shifts the word at each occurrence); returns the words
     /// that gained each pair.
-    pub fn merge(&mut self, (left, right): Pair, words: &FxHashSet<u32>, new: u32, max_length: usize) -> Holders {
+    pub fn merge(&mut self, (left, right): Pair, words: &[u32], new: u32, max_length: usize) -> Holders {
         let new_len = self.ids.len_of(left) + self.ids.len_of(right);
         let mut gained = Holders::default();
         // The visits are scattered cache misses, most of the time on whole
         // lines (SuperBPE): prefetch a word's header, then its symbols, ahead.
         // The order of the visits changes nothing: changes add up, words are sets.
-        let words: Vec<u32> = words.iter().copied().collect();
         for (i, &index) in words.iter().enumerate() {
             if let Some(&ahead) = words.get(i + 2 * PREFETCH_AHEAD) {
                 prefetch(&self.words[ahead as usize]);
@@ -209,7 +210,7 @@ impl HfState {
             let mut change = |pair: Pair, delta: i64| {
                 *self.pair_counts.entry(pair).or_default() += delta * count;
                 if delta > 0 {
-                    gained.entry(pair).or_default().insert(index);
+                    add_holder(gained.entry(pair).or_default(), index);
                 }
             };
             let (mut read, mut write) = (0, 0);
@@ -245,6 +246,14 @@ impl HfState {
         let saved = saved_order(made).into_iter().map(|(pair, new)| self.ids.merge_and_token(pair, new));
         let (merges, tokens) = saved.unzip();
         HfLearned { merges, tokens }
+    }
+}
+
+/// Add `word` to a pair's words unless it is the last one added: all of a
+/// word's changes come together, so that keeps each word once.
+fn add_holder(words: &mut Vec<u32>, word: u32) {
+    if words.last() != Some(&word) {
+        words.push(word);
     }
 }
 
