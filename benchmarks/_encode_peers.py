@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from _peers import EXIT_NOT_INSTALLED, RESULT_PREFIX, SPECIAL
+from _simd import running_level
 
 EOT_ID = 50256  # GPT-2's id for <|endoftext|>
 DOC_SEP = f"\n{SPECIAL}\n"
@@ -444,6 +445,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         return {"first": {name: first_call(peer, tok, path) for name, path in job["texts"].items()}}
     ids_dir, threads, repeat = Path(job["ids_dir"]), job["threads"], job["repeat"]
     result: dict[str, Any] = {"version": _version(peer), "load_times": load_times, "encode": {}, "batch": {}}
+    if peer.name == "bpeforge":
+        result["simd_level"] = running_level()  # what BPEFORGE_SIMD gave on this CPU, not what was asked
     for name, path in job["texts"].items():
         stem = ids_dir / f"{peer.name}.{name}"
         if job["single"]:

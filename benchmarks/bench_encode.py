@@ -10,7 +10,10 @@ with peak RSS), on the first ``--file-mb`` MB of each of ``--file-corpora``.
 
     python benchmarks/bench_encode.py [--mb 10] [--repeat 3] [--encodings gpt2,cl100k,o200k] \\
         [--corpora gutenberg,multilingual,20news] [--peers bpeforge,tiktoken,...] [--file-mb 500] \\
-        [--file-corpora gutenberg,multilingual,20news] [--json PATH]
+        [--file-corpora gutenberg,multilingual,20news] [--simd auto|baseline|avx2|avx512[,...]] [--json PATH]
+
+With several ``--simd`` levels, everything runs once per level (the peers too, so each level's ratios come from
+the same stretch of the run); ``BPEFORGE_SIMD`` is set in bpeforge's children only (see ``_simd.py``).
 
 Every peer runs in fresh processes (see ``_encode_peers.py``): one per corpus on
 1 thread (so its first ``encode`` is a first call), one per encoding on 2 threads.
@@ -41,6 +44,7 @@ from typing import Any
 
 from _encode_peers import IDS_TYPECODE, LOAD_REPEAT, PEERS, SPECIALS_BY_ENCODING, WORST_CASES, WORST_SIZES
 from _peers import EXIT_NOT_INSTALLED
+from _simd import child_env, parse_levels, probe_level, render_level_summary
 from _spawn import MARK as SPAWN_MARK
 from bench_train import _cpu_model, _git_revision, _parse_result, prepare_corpus
 
@@ -82,6 +86,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="corpora of the file workload, each its first --file-mb MB (the whole file if smaller)",
     )
     parser.add_argument("--no-pin", action="store_true", help="do not pin the children to cores with taskset")
+    parser.add_argument(
+        "--simd", default="auto", help="BPEFORGE_SIMD for bpeforge's children; a comma list runs each level in turn"
+    )
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args(argv)
     args.corpora = args.corpora.split(",")
@@ -96,6 +103,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         unknown = [name for name in given if name not in known]
         if unknown:
             parser.error(f"unknown {what} {unknown}; choose from {list(known)}")
+    try:
+        args.simd = parse_levels(args.simd)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.repeat < 1 or args.mb <= 0:
         parser.error("--repeat must be at least 1 and --mb positive")
     return args
@@ -174,7 +185,8 @@ def pinned(cmd: list[str], threads: int, pin: bool) -> list[str]:
 def run_child(job: dict[str, Any], pin: bool = True) -> dict[str, Any]:
     """One peer at one batch thread count in a fresh interpreter; never raises for a peer's fault."""
     threads = str(job["threads"])
-    env = {**os.environ, "RAYON_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "true"}
+    base = {**os.environ, "RAYON_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "true"}
+    env = child_env(job["peer"], job.get("simd", "auto"), base)
     cmd = pinned([sys.executable, str(CHILD_SCRIPT), json.dumps(job)], job["threads"], pin)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     last_err = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
@@ -212,6 +224,7 @@ def run_all(args: argparse.Namespace, texts: dict[str, dict[str, Any]], source: 
                     "single": threads == 1,
                     "worst": threads == 1 and index == len(groups) - 1 and peer in WORST_PEERS,
                     "ids_dir": str(ids_dir),
+                    "simd": args.simd_level,
                 }
                 label = f"{source['encoding']}: {peer}, {threads} thread(s), {', '.join(group)}"
                 print(f"{label} ...", file=sys.stderr, flush=True)
@@ -394,7 +407,8 @@ def summarize_load(results: Results) -> dict[str, Any]:
     for peer, runs in results.items():
         run = runs.get(1, {})
         if run.get("status") == "ok":
-            summary[peer] = {"status": "ok", "version": run["version"], "load_s": min(run["load_times"])}
+            version = run["version"] + (f" (SIMD {run['simd_level']})" if "simd_level" in run else "")
+            summary[peer] = {"status": "ok", "version": version, "load_s": min(run["load_times"])}
         else:
             summary[peer] = {"status": run.get("status", "not run"), "error": run.get("error", "")}
     return summary
@@ -613,41 +627,57 @@ def compile_bpeforge_bytecode() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Prepare texts and sources, run the children per encoding, check ids while their files exist, report."""
+    """Prepare texts and sources, run every SIMD level in turn, report each level's tables after its summary."""
     args = parse_args(argv)
     compile_bpeforge_bytecode()
     load_before = os.getloadavg()[0]
     core_scaling = measure_core_scaling()
-    reports, all_results, sections = {}, {}, []
+    levels_out, sections = {}, []
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp:
         texts = prepare_texts(args.corpora, args.mb, Path(tmp))
         sources = prepare_sources(args, Path(tmp))
-        for encoding, source in sources.items():
-            ids_dir = Path(tmp) / f"ids-{encoding}"
-            ids_dir.mkdir()
-            results = run_all(args, texts, source, ids_dir)
-            report = {
-                "corpora": args.corpora,
-                "summary": {
-                    "load": summarize_load(results),
-                    "encode": summarize_encode(results, args.corpora),
-                    "batch": summarize_batch(results, args.corpora),
-                    "worst": summarize_worst(results),
-                },
-                "checks": check_all(ids_dir, results, args.corpora),
-            }
-            reports[encoding], all_results[encoding] = report, results
-            sections += render_encoding(encoding, report, results)
-        files = measure_file_workload(args, sources, Path(tmp)) if args.file_mb and "gpt2" in sources else None
-    meta = metadata(args, texts, batch_shapes(next(iter(all_results.values()), {})))
+        for level in args.simd:
+            args.simd_level = level
+            reports, all_results, level_sections = run_level(args, texts, sources, Path(tmp) / f"simd-{level}")
+            files = measure_file_workload(args, sources, Path(tmp)) if args.file_mb and "gpt2" in sources else None
+            if files is not None:
+                level_sections += ["### File to ids, whole process (GPT-2)", *render_files(files)]
+            ran = sorted({run.get("simd_level", "?") for run in _bpeforge_runs(all_results)}) or [probe_level(level)]
+            summary = render_level_summary(level, ", ".join(ran), reports, files)
+            sections += [f"## SIMD level `{level}`", "\n".join(summary), *level_sections]
+            levels_out[level] = {"encodings": reports, "runs": all_results, "files": files, "ran": ran}
+    meta = metadata(args, texts, batch_shapes(next(iter(next(iter(levels_out.values()))["runs"].values()), {})))
     meta["two_core_scaling"] = core_scaling
     header = render_header(meta, load_before, os.getloadavg()[0])
-    if files is not None:
-        sections += ["### File to ids, whole process (GPT-2)", *render_files(files)]
     print("\n\n".join([*header, *sections]))
     if args.json:
-        output = {"meta": meta, "encodings": reports, "runs": all_results, "files": files}
-        args.json.write_text(json.dumps(output, indent=2))
+        args.json.write_text(json.dumps({"meta": meta, "levels": levels_out}, indent=2))
+
+
+def run_level(args: argparse.Namespace, texts: dict, sources: dict, tmp: Path) -> tuple[dict, dict, list[str]]:
+    """Every encoding's children at ``args.simd_level``; the id checks run while the id files exist."""
+    reports, all_results, sections = {}, {}, []
+    for encoding, source in sources.items():
+        ids_dir = tmp / f"ids-{encoding}"
+        ids_dir.mkdir(parents=True)
+        results = run_all(args, texts, source, ids_dir)
+        report = {
+            "corpora": args.corpora,
+            "summary": {
+                "load": summarize_load(results),
+                "encode": summarize_encode(results, args.corpora),
+                "batch": summarize_batch(results, args.corpora),
+                "worst": summarize_worst(results),
+            },
+            "checks": check_all(ids_dir, results, args.corpora),
+        }
+        reports[encoding], all_results[encoding] = report, results
+        sections += render_encoding(encoding, report, results)
+    return reports, all_results, sections
+
+
+def _bpeforge_runs(all_results: dict[str, Results]) -> list[dict[str, Any]]:
+    return [run for results in all_results.values() for run in results.get("bpeforge", {}).values()]
 
 
 # --- the whole-process file workload -------------------------------------------------------
@@ -666,7 +696,8 @@ def measure_file_workload(args: argparse.Namespace, sources: dict, tmpdir: Path)
     start to exit, tokenizer load and writing the ids included) and peak RSS, best of ``--repeat`` runs
     taken in turns (the VM drifts); the two id arrays are compared."""
     tokenizer_dir = tmpdir / "gpt2-bpeforge"
-    _save_bpeforge_gpt2(sources["gpt2"], tokenizer_dir)
+    if not tokenizer_dir.exists():  # saved by the first SIMD level's run
+        _save_bpeforge_gpt2(sources["gpt2"], tokenizer_dir)
     results = {}
     for corpus in args.file_corpora.split(","):
         source = locate_corpus(corpus)
@@ -691,13 +722,15 @@ def _measure_file(
     }  # fmt: skip
     peers = [peer for peer in commands if peer in args.peers]
     rows: dict[str, Any] = {"bytes": path.stat().st_size, "source": str(source), "runs": {}}
+    rows["bpeforge_simd"] = probe_level(args.simd_level)  # the CLI child reports ids only: a fresh probe
     for threads in THREADS:
         outputs = {peer: tmpdir / f"file-{peer}-{threads}.npy" for peer in peers}
         best: dict[str, dict[str, Any]] = {}
         for _ in range(args.repeat):
             for peer in peers:
                 outputs[peer].unlink(missing_ok=True)
-                run = _timed_process(pinned(commands[peer](outputs[peer], threads), threads, not args.no_pin), threads)
+                cmd = pinned(commands[peer](outputs[peer], threads), threads, not args.no_pin)
+                run = _timed_process(cmd, threads, child_env(peer, args.simd_level, dict(os.environ)))
                 if "seconds" in run and run["seconds"] < best.get(peer, {}).get("seconds", float("inf")):
                     best[peer] = run
                 best.setdefault(peer, run)
@@ -717,10 +750,10 @@ def _save_bpeforge_gpt2(source: dict, directory: Path) -> None:
     bpeforge.Tokenizer.from_files(source["vocab"], source["merges"], specials).save(directory)
 
 
-def _timed_process(cmd: list[str], threads: int) -> dict[str, Any]:
+def _timed_process(cmd: list[str], threads: int, base_env: dict[str, str]) -> dict[str, Any]:
     """Wall seconds and peak RSS (MiB) of one process, its RSS measured by ``_spawn.py`` (see there why a
     plain ``wait4`` here would add this parent's memory to it; it did, up to 1.2 GiB, before 2026-11-23)."""
-    env = {**os.environ, "RAYON_NUM_THREADS": str(threads)}
+    env = {**base_env, "RAYON_NUM_THREADS": str(threads)}
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, str(SPAWN_SCRIPT), *cmd], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -753,7 +786,9 @@ def _render_file(files: dict[str, Any]) -> list[str]:
             if "error" in run:
                 lines.append(_row([peer, str(threads), "—", "—", "—", f"error: {run['error']}"]))
                 continue
-            lines.append(_row([peer, str(threads), f"{run['seconds']:.2f}", f"{mb / run['seconds']:.1f}",
+            simd = files.get("bpeforge_simd") if peer == "bpeforge" else None
+            label = f"{peer} (SIMD {simd})" if simd else peer
+            lines.append(_row([label, str(threads), f"{run['seconds']:.2f}", f"{mb / run['seconds']:.1f}",
                                f"{run['peak_rss_mib']:.0f}", same_cell]))  # fmt: skip
     ratios = []
     for threads in THREADS:
