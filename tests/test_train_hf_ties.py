@@ -130,3 +130,20 @@ def test_merges_equal_hf_tokenizers_on_the_shared_corpora(shared_data_dir, tmp_p
     path.write_bytes(data[: data.rfind(b"\n") + 1])
     vocab_size = 2000
     assert our_merges([path], vocab_size, []) == hf_merges([path], vocab_size, [])
+
+
+def test_records_are_documents_as_hf_train_from_iterator_takes_them(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    texts = ["low lower\nlowest", "newer newest\n\nwider", "ab ba ab", "low low low\n"] * 3
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    ours = bpeforge.train(path, 60, tie_break="hf").merges
+    assert ours == bpeforge.train_from_iterator(texts, 60, tie_break="hf").merges
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=60, show_progress=False))
+    hf = [tuple(m) for m in json.loads(tokenizer.to_str())["model"]["merges"]]
+    assert [(spelled(a), spelled(b)) for a, b in ours] == hf
+    with pytest.raises(ValueError, match="lines"):
+        bpeforge.train(path, 60, tie_break="hf", documents="lines")

@@ -191,10 +191,11 @@ def train(
     paths = [os.fspath(p) for p in files]
     records = RecordOptions(text_field, text_column, skip_bad_records)
     with progress_bars(progress) as bars:
-        if tie_break != "cs336" or documents != "files":
+        all_text = all(kind(p) == "text" for p in files)
+        if all_text and (tie_break != "cs336" or documents != "files"):
             counts = _core.Counts.from_files(paths, specials, num_threads, chunk_size, bars, pattern, documents)
             core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads, tie_break)
-        elif all(kind(p) == "text" for p in files):
+        elif all_text:
             core = _core.train(
                 paths,
                 vocab_size,
@@ -210,7 +211,7 @@ def train(
             )
         else:
             counts = count_inputs(files, specials, records, num_threads=num_threads, progress=bars, pattern=pattern)
-            core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads)
+            core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads, tie_break)
     result = result_from_core(core, specials, pattern, vocab_size, base)
     return replace(result, stats=replace(result.stats, skipped_records=records.skipped, files=len(files)))
 
