@@ -18,20 +18,13 @@ from typing import Any, Callable
 
 from bpeforge import _core
 from bpeforge._core import PATTERNS
+from bpeforge.formats.shipped_merges import RANK_FILES, shipped_merges
 from bpeforge.tiktoken.encoding import Encoding
-from bpeforge.tiktoken.merge_splits import shipped_merges
 from bpeforge.tiktoken.patterns import R50K_PAT_STR
 
 DATA = Path(__file__).parent / "data"
 ENDOFTEXT = "<|endoftext|>"
 ENDOFPROMPT = "<|endofprompt|>"
-
-# The rank files: name -> sha256 of the gunzipped file (tiktoken 0.14.0's `expected_hash`).
-RANK_FILES = {
-    "r50k_base": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
-    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-}
 
 
 def load_ranks(name: str) -> dict[bytes, int]:
