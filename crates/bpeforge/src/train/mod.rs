@@ -117,7 +117,11 @@ pub struct TrainStats {
 
 /// Train on `paths`, one corpus in which each file ends a document.
 pub fn train(paths: &[PathBuf], options: &TrainOptions, observer: &dyn Observer) -> Result<TrainResult, Error> {
-    merges_wanted(options.vocab_size, options.special_tokens.len())?;
+    // Refuse a size too small before reading the corpus; HF's vocabulary
+    // holds only the bytes seen, so any size is a valid request there.
+    if options.tie_break == TieBreak::Cs336 {
+        merges_wanted(options.vocab_size, options.special_tokens.len())?;
+    }
     let (counted, run) = count_paths(paths, options, observer)?;
     let mut result = train_from_counts(counted, options, observer)?;
     run.fill(&mut result.stats);
@@ -339,6 +343,24 @@ mod tests {
         let err = merges_wanted(256, 1).unwrap_err().to_string();
         assert!(err.contains("at least 257"), "{err}");
         assert_eq!(merges_wanted(300, 1).unwrap(), 43);
+    }
+
+    #[test]
+    fn hf_ties_accept_a_vocab_size_below_256_and_count_the_alphabet() {
+        let path = std::env::temp_dir().join(format!("bpeforge-train-hf-{}.txt", std::process::id()));
+        std::fs::write(&path, "ab ab\nab\n").unwrap();
+        let options = TrainOptions {
+            tie_break: TieBreak::Hf,
+            documents: Documents::Lines,
+            num_threads: Some(1),
+            ..TrainOptions::new(6, vec![])
+        };
+        // Alphabet a b \n ' ' = 4 ids: a vocab_size of 6 is two merges,
+        // (a, b) then (' ', ab); no token holds the newline's neighbours.
+        let result = train(std::slice::from_ref(&path), &options, &crate::progress::Silent).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let merges: Vec<(&[u8], &[u8])> = result.merges.iter().map(|(l, r)| (&**l, &**r)).collect();
+        assert_eq!(merges, [(&b"a"[..], &b"b"[..]), (b" ", b"ab")]);
     }
 
     #[test]
