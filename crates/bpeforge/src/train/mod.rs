@@ -356,7 +356,7 @@ mod tests {
             ..TrainOptions::new(6, vec![])
         };
         // Alphabet a b \n ' ' = 4 ids: a vocab_size of 6 is two merges,
-        // (a, b) then (' ', ab); no token holds the newline's neighbours.
+        // (a, b) then (' ', ab).
         let result = train(std::slice::from_ref(&path), &options, &crate::progress::Silent).unwrap();
         std::fs::remove_file(&path).unwrap();
         let merges: Vec<(&[u8], &[u8])> = result.merges.iter().map(|(l, r)| (&**l, &**r)).collect();
