@@ -98,6 +98,13 @@ pub fn learn_merges_hf(
     Ok(state.learned(&made))
 }
 
+/// Where a word's symbols are in `HfState::symbols`, and its count.
+struct Span {
+    start: usize,
+    len: usize,
+    count: i64,
+}
+
 /// Pair -> the words that gained it in a step.
 pub(super) type Holders = FxHashMap<Pair, Vec<u32>>;
 
@@ -105,8 +112,10 @@ pub(super) type Holders = FxHashMap<Pair, Vec<u32>>;
 /// (a merged pair's never zeroed) and its queue.
 pub(super) struct HfState {
     pub ids: HfIds,
-    words: Vec<Vec<u32>>,
-    word_counts: Vec<i64>,
+    /// Every word's symbols, one after another: a visit is one cache miss
+    /// for its span and one for its symbols (a `Vec` per word was three).
+    symbols: Vec<u32>,
+    spans: Vec<Span>,
     pair_counts: FxHashMap<Pair, i64>,
     pub queue: BinaryHeap<Entry>,
 }
@@ -118,17 +127,17 @@ impl HfState {
         let mut seen = [false; 256];
         counts.for_each(|bytes, _| bytes.iter().for_each(|&b| seen[usize::from(b)] = true));
         let ids = HfIds::new(specials, &seen);
-        let (mut words, mut word_counts) = (Vec::with_capacity(counts.len()), Vec::with_capacity(counts.len()));
+        let (mut symbols, mut spans) = (Vec::new(), Vec::with_capacity(counts.len()));
         counts.for_each(|bytes, n| {
-            words.push(bytes.iter().map(|&b| ids.of_byte(b)).collect::<Vec<u32>>());
-            word_counts.push(n as i64);
+            spans.push(Span { start: symbols.len(), len: bytes.len(), count: n as i64 });
+            symbols.extend(bytes.iter().map(|&b| ids.of_byte(b)));
         });
-        let mut state = Self { ids, words, word_counts, pair_counts: FxHashMap::default(), queue: BinaryHeap::new() };
+        let mut state = Self { ids, symbols, spans, pair_counts: FxHashMap::default(), queue: BinaryHeap::new() };
         let mut holders = Holders::default();
-        for (index, word) in state.words.iter().enumerate() {
-            for window in word.windows(2) {
+        for (index, span) in state.spans.iter().enumerate() {
+            for window in state.symbols[span.start..span.start + span.len].windows(2) {
                 let pair = (window[0], window[1]);
-                *state.pair_counts.entry(pair).or_default() += state.word_counts[index];
+                *state.pair_counts.entry(pair).or_default() += span.count;
                 add_holder(holders.entry(pair).or_default(), index as u32);
             }
         }
@@ -193,20 +202,20 @@ impl HfState {
         let new_len = self.ids.len_of(left) + self.ids.len_of(right);
         let mut gained = Holders::default();
         // The visits are scattered cache misses, most of the time on whole
-        // lines (SuperBPE): prefetch a word's header, then its symbols, ahead.
+        // lines (SuperBPE): prefetch a word's span, then its symbols, ahead.
         // The order of the visits changes nothing: changes add up, words are sets.
         for (i, &index) in words.iter().enumerate() {
             if let Some(&ahead) = words.get(i + 2 * PREFETCH_AHEAD) {
-                prefetch(&self.words[ahead as usize]);
-                prefetch(&self.word_counts[ahead as usize]);
+                prefetch(&self.spans[ahead as usize]);
             }
             if let Some(&ahead) = words.get(i + PREFETCH_AHEAD) {
-                if let Some(first) = self.words[ahead as usize].first() {
+                if let Some(first) = self.symbols.get(self.spans[ahead as usize].start) {
                     prefetch(first);
                 }
             }
-            let count = self.word_counts[index as usize];
-            let word = &mut self.words[index as usize];
+            let span = &mut self.spans[index as usize];
+            let count = span.count;
+            let word = &mut self.symbols[span.start..span.start + span.len];
             let mut change = |pair: Pair, delta: i64| {
                 *self.pair_counts.entry(pair).or_default() += delta * count;
                 if delta > 0 {
@@ -236,7 +245,7 @@ impl HfState {
                 }
                 write += 1;
             }
-            word.truncate(write);
+            span.len = write;
         }
         gained
     }
