@@ -159,11 +159,9 @@ fn compatible(left: u32, right: u32, vocab: &Vocabulary, scratch: &mut Scratch, 
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::bpe::merge_heap;
-    use crate::bpe::sweep::tests::{gpt2_vocab, random_vocab};
+    use crate::bpe::sweep::tests::{gpt2_vocab_from_test_data, random_vocab};
     use crate::util::test_rng::XorShift as Rng;
 
     /// Whether the chunked path took `piece`; where it did, its ids must be
@@ -233,16 +231,9 @@ mod tests {
     /// them the chunked path must take.
     #[test]
     fn same_ids_as_the_heap_on_the_worst_cases_with_gpt2() {
-        let Some(dir) = std::env::var_os("BPEFORGE_TEST_DATA") else {
-            println!("skipped: set BPEFORGE_TEST_DATA=path/to/shared/data to check GPT-2's vocabulary");
+        let Some(vocab) = gpt2_vocab_from_test_data() else {
             return;
         };
-        let dir = Path::new(&dir);
-        if !dir.join("cs336/gpt2_vocab.json").is_file() {
-            println!("skipped: {} has no cs336/gpt2_vocab.json", dir.display());
-            return;
-        }
-        let vocab = gpt2_vocab(dir);
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let common: Vec<char> = "的一是不了人我在有他这为之大来以个中上们".chars().collect();
         let digits: Vec<char> = "0123456789".chars().collect();

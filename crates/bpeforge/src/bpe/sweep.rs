@@ -461,6 +461,21 @@ pub(crate) mod tests {
         }
     }
 
+    /// GPT-2's vocabulary from `BPEFORGE_TEST_DATA` (the shared data directory),
+    /// or `None` after saying why the test skips: the data is not in the repository.
+    pub(crate) fn gpt2_vocab_from_test_data() -> Option<Vocabulary> {
+        let Some(dir) = std::env::var_os("BPEFORGE_TEST_DATA") else {
+            println!("skipped: set BPEFORGE_TEST_DATA=path/to/shared/data to check GPT-2's vocabulary");
+            return None;
+        };
+        let dir = Path::new(&dir);
+        if !dir.join("cs336/gpt2_vocab.json").is_file() {
+            println!("skipped: {} has no cs336/gpt2_vocab.json", dir.display());
+            return None;
+        }
+        Some(gpt2_vocab(dir))
+    }
+
     pub(crate) fn gpt2_vocab(dir: &Path) -> Vocabulary {
         // GPT-2's printable char for each byte: itself if printable, else 256, 257, ... in byte order.
         let mut decoder = FxHashMap::default();
@@ -514,16 +529,9 @@ pub(crate) mod tests {
     /// vocabulary (from `BPEFORGE_TEST_DATA`, the shared data directory).
     #[test]
     fn same_ids_as_the_heap_on_the_worst_cases_with_gpt2() {
-        let Some(dir) = std::env::var_os("BPEFORGE_TEST_DATA") else {
-            println!("skipped: set BPEFORGE_TEST_DATA=path/to/shared/data to check GPT-2's vocabulary");
+        let Some(vocab) = gpt2_vocab_from_test_data() else {
             return;
         };
-        let dir = Path::new(&dir);
-        if !dir.join("cs336/gpt2_vocab.json").is_file() {
-            println!("skipped: {} has no cs336/gpt2_vocab.json", dir.display());
-            return;
-        }
-        let vocab = gpt2_vocab(dir);
         assert!(vocab.ranks_grow());
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let common: Vec<char> = "的一是不了人我在有他这为之大来以个中上们".chars().collect();
