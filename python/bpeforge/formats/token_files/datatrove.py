@@ -20,7 +20,7 @@ from typing import BinaryIO
 from bpeforge.formats.token_files.data_file import CoreAppend, IdFile
 from bpeforge.formats.token_files.documents import AFTER
 from bpeforge.formats.token_files.staging import folder_atomically
-from bpeforge.formats.token_files.writer import TokenWriter
+from bpeforge.formats.token_files.writer import IdFileWriter
 
 NAMES = r"00000_(?:[0-9]{5}_)?unshuffled\.ds(?:\.index|\.metadata)?"
 
@@ -29,7 +29,7 @@ def shard_name(shard: int | None) -> str:
     return "00000_unshuffled.ds" if shard is None else f"00000_{shard:05d}_unshuffled.ds"
 
 
-class DatatroveWriter(TokenWriter):
+class DatatroveWriter(IdFileWriter):
     placement = AFTER
 
     def __init__(
@@ -44,9 +44,8 @@ class DatatroveWriter(TokenWriter):
         overwrite: bool,
         inputs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
-        super().__init__(dtype, itemsize, separator)
+        super().__init__(dtype, itemsize, separator, overwrite=overwrite, inputs=inputs)
         self.directory, self.limit, self.tokenizer_name = Path(directory), shard_tokens, tokenizer_name
-        self._overwrite, self._inputs = overwrite, list(inputs)
         self.shards = 0
 
     def __enter__(self) -> DatatroveWriter:
@@ -83,12 +82,6 @@ class DatatroveWriter(TokenWriter):
     def add_document_from_core(self, append: CoreAppend) -> None:
         self._roll_over_when_full()
         super().add_document_from_core(append)
-
-    def _write(self, data: bytes) -> None:
-        self._ids.write(data)
-
-    def _append_from_core(self, append: CoreAppend) -> int:
-        return self._ids.append_from_core(append)
 
     def add_documents(self, ids, offsets) -> None:
         """A batch split where a shard fills: each part goes to the shard it belongs to."""

@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from types import TracebackType
 
 from bpeforge.formats.atomic import check_output, open_atomically
-from bpeforge.formats.token_files.data_file import CoreAppend, IdFile
+from bpeforge.formats.token_files.data_file import IdFile
 from bpeforge.formats.token_files.documents import AFTER
-from bpeforge.formats.token_files.writer import TokenWriter
+from bpeforge.formats.token_files.writer import IdFileWriter
 
 
-class FlatWriter(TokenWriter):
+class FlatWriter(IdFileWriter):
     placement = AFTER
 
     def __init__(
@@ -28,19 +28,13 @@ class FlatWriter(TokenWriter):
         overwrite: bool,
         inputs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
-        super().__init__(dtype, itemsize, separator)
-        self.path = check_output(output, inputs=inputs, overwrite=overwrite)
+        super().__init__(dtype, itemsize, separator, overwrite=overwrite, inputs=inputs)
+        self.path = check_output(output, inputs=self._inputs, overwrite=overwrite)
 
     def __enter__(self) -> FlatWriter:
         self._writing = open_atomically(self.path)
         self._ids = IdFile(self._writing.__enter__(), self.itemsize, name=self.path)
         return self
-
-    def _write(self, data: bytes) -> None:
-        self._ids.write(data)
-
-    def _append_from_core(self, append: CoreAppend) -> int:
-        return self._ids.append_from_core(append)
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None

@@ -51,11 +51,11 @@ class LlmcWriter(TokenWriter):
         overwrite: bool,
         inputs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
-        super().__init__(dtype, itemsize, separator)
+        super().__init__(dtype, itemsize, separator, overwrite=overwrite, inputs=inputs)
         self.limit = DEFAULT_SHARD_TOKENS if shard_tokens is None else shard_tokens
         if not 0 < self.limit <= MAX_SHARD_TOKENS:
             raise ValueError(f"llm.c shards hold 1 to {MAX_SHARD_TOKENS:,} ids (an int32 count), not {self.limit:,}")
-        self.directory, self._overwrite, self._inputs = Path(directory), overwrite, list(inputs)
+        self.directory = Path(directory)
         self.shards = 0
         self._shard: IdFile | None = None
 

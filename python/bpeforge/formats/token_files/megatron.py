@@ -22,10 +22,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from bpeforge.formats.token_files.data_file import CoreAppend, IdFile
+from bpeforge.formats.token_files.data_file import IdFile
 from bpeforge.formats.token_files.documents import AFTER_NONEMPTY
 from bpeforge.formats.token_files.staging import prefix_atomically
-from bpeforge.formats.token_files.writer import TokenWriter
+from bpeforge.formats.token_files.writer import IdFileWriter
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
@@ -33,7 +33,7 @@ DTYPE_CODES = {"uint16": 8, "int32": 4}  # megatron.core.datasets.indexed_datase
 _BLOCK = 1 << 20  # entries copied at a time when the index is assembled
 
 
-class MegatronWriter(TokenWriter):
+class MegatronWriter(IdFileWriter):
     placement = AFTER_NONEMPTY
 
     def __init__(
@@ -46,10 +46,10 @@ class MegatronWriter(TokenWriter):
         overwrite: bool,
         inputs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
-        super().__init__(dtype, itemsize, separator)
+        super().__init__(dtype, itemsize, separator, overwrite=overwrite, inputs=inputs)
         if dtype not in DTYPE_CODES:
             raise ValueError(f"Megatron's indexed dataset stores uint16 or int32 ids, not {dtype}")
-        self.prefix, self._overwrite, self._inputs = Path(prefix), overwrite, list(inputs)
+        self.prefix = Path(prefix)
         self.sequences = 0
         self.documents = 0
 
@@ -66,12 +66,6 @@ class MegatronWriter(TokenWriter):
             self._writing.__exit__(type(failed), failed, failed.__traceback__)
             raise
         return self
-
-    def _write(self, data: bytes) -> None:
-        self._ids.write(data)
-
-    def _append_from_core(self, append: CoreAppend) -> int:
-        return self._ids.append_from_core(append)
 
     def _end_document(self, length: int) -> None:
         self._check_length(length)

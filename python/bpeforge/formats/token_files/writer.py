@@ -4,9 +4,11 @@ file) or of a batch of documents (records), so that no writer ever holds more th
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from bpeforge.formats.token_files.data_file import CoreAppend
+from bpeforge.formats.token_files.data_file import CoreAppend, IdFile
 from bpeforge.formats.token_files.documents import AFTER, AFTER_NONEMPTY, BEFORE, with_separators
 
 if TYPE_CHECKING:
@@ -19,8 +21,18 @@ class TokenWriter:
 
     placement = AFTER
 
-    def __init__(self, dtype: str, itemsize: int, separator: int | None) -> None:
+    def __init__(
+        self,
+        dtype: str,
+        itemsize: int,
+        separator: int | None,
+        *,
+        overwrite: bool,
+        inputs: Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
         self.dtype, self.itemsize, self.separator = dtype, itemsize, separator
+        # What the output may replace, and the inputs it must not be: checked when the writer opens its output.
+        self._overwrite, self._inputs = overwrite, list(inputs)
         self.tokens = 0
         self._separator_bytes = b"" if separator is None else separator.to_bytes(itemsize, "little")
 
@@ -61,3 +73,15 @@ class TokenWriter:
         """One document of `length` ids was just written. Without NumPy: a run on text files alone never
         imports it (a tenth of a second of `bpeforge encode` on a small corpus)."""
         self._end_documents([length])
+
+
+class IdFileWriter(TokenWriter):
+    """A writer whose ids go to one `IdFile` at a time, `self._ids` (set when it opens the file)."""
+
+    _ids: IdFile
+
+    def _write(self, data: bytes) -> None:
+        self._ids.write(data)
+
+    def _append_from_core(self, append: CoreAppend) -> int:
+        return self._ids.append_from_core(append)
