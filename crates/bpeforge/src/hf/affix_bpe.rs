@@ -11,9 +11,9 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::byte_level::byte_chars;
 use super::json::refuse;
 use crate::error::Error;
+use crate::formats::byte_level::byte_chars;
 
 pub struct AffixBpe {
     ids: FxHashMap<String, u32>,

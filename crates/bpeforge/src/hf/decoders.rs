@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use super::byte_level::ByteTable;
 use super::json::{kind, refuse};
 use crate::error::Error;
+use crate::formats::byte_level::ByteTable;
 
 /// Checks that `json` is a decoder bpeforge decodes exactly as `tokenizers`.
 pub fn check(json: &Value) -> Result<(), Error> {

@@ -20,7 +20,6 @@
 
 mod added_tokens;
 mod affix_bpe;
-mod byte_level;
 mod char_classes;
 mod decoders;
 mod json;
@@ -35,9 +34,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::formats::byte_level::ByteTable;
 pub use added_tokens::AddedToken;
 use added_tokens::{AddedVocabulary, Segment};
-use byte_level::ByteTable;
 use model::BpeModel;
 use normalizers::Normalizer;
 use post_processors::PostProcessor;

@@ -16,10 +16,10 @@ use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use super::affix_bpe::AffixBpe;
-use super::byte_level::ByteTable;
 use super::json::{field_bool, field_nonempty_str, refuse};
 use crate::bpe::vocab::Vocabulary;
 use crate::error::Error;
+use crate::formats::byte_level::ByteTable;
 
 pub struct BpeModel {
     pub vocab: Vocabulary,

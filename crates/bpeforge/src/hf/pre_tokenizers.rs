@@ -8,13 +8,13 @@
 
 use serde_json::Value;
 
-use super::byte_level::{byte_chars, ByteTable};
 use super::char_classes::is_punctuation;
 use super::json::{field_bool, kind, refuse};
 use super::normalizers::pattern;
 use super::regexes::Matcher;
 use super::split::{char_matches, events, pieces, Behavior};
 use crate::error::Error;
+use crate::formats::byte_level::{byte_chars, ByteTable};
 use crate::pretokenize::pattern::Pattern;
 
 pub enum Step {
