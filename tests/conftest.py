@@ -1,4 +1,4 @@
-"""Fixtures shared by the test modules: where the shared data lives, and GPT-2.
+"""Fixtures shared by the test modules: where the shared data lives, GPT-2, and a Ray head node.
 
 The CS336 fixtures and the benchmark corpora are not in the repository; tests
 find them through BPEFORGE_TEST_DATA (which `.ci/run` sets) and skip, saying
@@ -61,3 +61,13 @@ def cs336_texts(cs336_dir) -> dict[str, str]:
         with open(cs336_dir / name, encoding="utf-8", newline="") as f:
             texts[name] = f.read()
     return texts
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A 2-CPU Ray head node on loopback, joined by this process; its address. One per test module that asks
+    (the Ray test modules skip without Ray), stopped when the module's tests end."""
+    from ray_runs import joined_head_node
+
+    with joined_head_node() as address:
+        yield address

@@ -14,7 +14,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,32 +28,11 @@ ray = pytest.importorskip("ray", reason="the Ray tests need Ray: pip install '.[
 import bpeforge  # noqa: E402
 import bpeforge.ray as bray  # noqa: E402
 from bpeforge.encode_files import encode_files  # noqa: E402
+from ray_runs import free_port, trained_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.ray
 SPECIAL = "<|endoftext|>"
 WORDS = ["the", "cat", "sat", "naïve", "日本語", "Ωμέγα", "don't", "it's", "  ", "\n", "\n\n", "42", "1999", "!?", "é"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A 2-CPU Ray head node on loopback, joined by this process; its address."""
-    port = _free_port()
-    ray_bin = Path(sys.executable).with_name("ray")
-    start = [str(ray_bin), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2"]
-    subprocess.run([*start, "--include-dashboard=false", "--disable-usage-stats"], check=True, capture_output=True)
-    address = f"127.0.0.1:{port}"
-    try:
-        bray.connect(address)
-        yield address
-    finally:
-        ray.shutdown()
-        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True)
 
 
 def _text(seed: int, words: int) -> str:
@@ -81,8 +59,7 @@ def corpus(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def tokenizer(corpus):
-    result = bpeforge.train(corpus, 600, [SPECIAL])
-    return bpeforge.Tokenizer(result.vocab, result.merges, [SPECIAL])
+    return trained_tokenizer(corpus, 600, SPECIAL)
 
 
 SHARD = 64 << 10
@@ -255,7 +232,7 @@ def test_cli_count_and_encode_on_the_cluster_match_the_single_machine_files(clus
 
 
 def test_an_unreachable_cluster_is_named_within_30_seconds(tmp_path, corpus):
-    address = f"127.0.0.1:{_free_port()}"  # nothing listens there
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
     started = time.monotonic()
     cli = [sys.executable, "-m", "bpeforge", "count", str(corpus[0]), "-o", str(tmp_path / "c"), "--ray", address]
     done = subprocess.run(cli, capture_output=True, text=True, timeout=60)

@@ -9,7 +9,6 @@ finished before stay as written, and a re-run resumes every one of them; the dri
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import bpeforge.ray as bray  # noqa: E402
 from bpeforge.encode_files import encode_files  # noqa: E402
 from bpeforge.formats import token_files  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
+from ray_runs import random_words, trained_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.ray
 EOT = "<|endoftext|>"
@@ -55,9 +55,7 @@ def nodes():
 
 
 def _text(seed: int, words: int) -> str:
-    rng = random.Random(seed)
-    return "".join(rng.choice(WORDS) + rng.choice([" ", " ", "\n"]) + (EOT if rng.random() < 0.005 else "")
-                   for _ in range(words))  # fmt: skip
+    return random_words(seed, words, WORDS, EOT, 0.005)
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +70,7 @@ def corpus(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def tokenizer(corpus):
-    result = bpeforge.train(corpus, 500, [EOT])
-    return bpeforge.Tokenizer(result.vocab, result.merges, [EOT])
+    return trained_tokenizer(corpus, 500, EOT)
 
 
 def test_count_then_train_equals_one_machine(nodes, corpus):

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +18,7 @@ import bpeforge  # noqa: E402
 import bpeforge.ray as bray  # noqa: E402
 from bpeforge.encode_files import encode_files  # noqa: E402
 from bpeforge.formats import token_files  # noqa: E402
+from ray_runs import random_words, trained_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.ray
 EOT = "<|endoftext|>"
@@ -27,31 +26,8 @@ WORDS = ["the", "cat", "sat", "naïve", "日本語", "don't", "  ", "\n", "42", 
 SHARD_BYTES = 64 << 10
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    port = _free_port()
-    ray_bin = Path(sys.executable).with_name("ray")
-    start = [str(ray_bin), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2"]
-    subprocess.run([*start, "--include-dashboard=false", "--disable-usage-stats"], check=True, capture_output=True)
-    address = f"127.0.0.1:{port}"
-    try:
-        bray.connect(address)
-        yield address
-    finally:
-        ray.shutdown()
-        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True)
-
-
 def _text(seed: int, words: int) -> str:
-    rng = random.Random(seed)
-    return "".join(rng.choice(WORDS) + rng.choice([" ", " ", "\n"]) + (EOT if rng.random() < 0.01 else "")
-                   for _ in range(words))  # fmt: skip
+    return random_words(seed, words, WORDS, EOT, 0.01)
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +43,7 @@ def corpus(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def tokenizer(corpus):
-    result = bpeforge.train(corpus, 400, [EOT])
-    return bpeforge.Tokenizer(result.vocab, result.merges, [EOT])
+    return trained_tokenizer(corpus, 400, EOT)
 
 
 def _files(path: Path) -> dict[str, bytes]:
