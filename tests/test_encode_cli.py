@@ -11,7 +11,6 @@ import json
 import lzma
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import bpeforge
@@ -19,15 +18,10 @@ import numpy as np
 import pytest
 from bpeforge import Tokenizer, _core
 from bpeforge.open_tokenizer import open_tokenizer
+from cli_runs import run_cli, train_with_cli
 
 SPECIAL = "<|endoftext|>"
 WORDS = ["low", "lower", "newest", "widest", "the", "cat", "don't", "1984", "naïve", "日本語", "😀", "Straße"]
-
-
-def run_cli(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "bpeforge", *map(str, args)], capture_output=True, text=True, timeout=120
-    )
 
 
 def generated_text(seed: int, words: int) -> str:
@@ -42,9 +36,7 @@ def tokenizer_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tokenizer")
     corpus = root / "corpus.txt"
     corpus.write_bytes(generated_text(0, 20_000).encode("utf-8"))
-    result = run_cli("train", corpus, "--vocab-size", "400", "-o", root / "tok", "--no-progress")
-    assert result.returncode == 0, result.stderr
-    return root / "tok"
+    return train_with_cli(root, corpus, "--vocab-size", "400")
 
 
 @pytest.fixture(scope="module")

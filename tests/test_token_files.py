@@ -27,6 +27,7 @@ from bpeforge.formats import token_files
 from bpeforge.formats.atomic import UnsafeOutputError
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_runs import run_cli, train_with_cli
 from stack_readers import datatrove_folder_dataset, megatron_indexed_dataset
 
 EOT = "<|endoftext|>"
@@ -42,10 +43,7 @@ def words(rng: random.Random, count: int) -> str:
 def tokenizer_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tokenizer")
     (root / "corpus.txt").write_text(words(random.Random(0), 20_000), encoding="utf-8")
-    command = ["train", root / "corpus.txt", "--vocab-size", "350", "--special-token", EOT, "-o", root / "tok"]
-    result = run_cli(*command, "--no-progress")
-    assert result.returncode == 0, result.stderr
-    return root / "tok"
+    return train_with_cli(root, root / "corpus.txt", "--vocab-size", "350", "--special-token", EOT)
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +96,6 @@ def documents(tokenizer, inputs) -> list[list[int]]:
             found.append(tokenizer.encode(path.read_text(encoding="utf-8")))
     assert any(len(ids) > SHARD for ids in found) and [] in found
     return found
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "bpeforge", *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
 def encode(tokenizer, inputs, format, output, **options) -> bpeforge.EncodeStats:
