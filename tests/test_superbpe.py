@@ -102,6 +102,8 @@ def test_superword_tokens_obey_the_rules(tmp_path):
         assert b": " not in token and len(token.split()) <= 3, token
     assert any(len(token.split()) >= 2 for token in tokens), tokens
     assert result.pattern == SUPERWORD_PATTERN
+    # Stage 2 made the training text shorter in tokens than stage 1's merges did.
+    assert 0 < result.stats.tokens_after < result.stats.tokens_before
     # Saved and loaded, it encodes with the superword pieces: " of the" is one token.
     tokenizer = bpeforge.Tokenizer.load(result.save(tmp_path / "tok"))
     ids = tokenizer.encode("the end of the day")
@@ -231,6 +233,6 @@ def test_the_cli_writes_the_forks_merges(tmp_path):
     command += ["--vocab-size", str(case["vocab_size"]), "--superbpe", str(case["t"] - 1)]
     run = subprocess.run([*command, "--no-special-tokens", "--no-progress"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert "superword tokens (spanning words): " in run.stdout
+    assert "superword tokens (spanning words): " in run.stdout and "bytes/token" in run.stdout
     written = (output / "merges.txt").read_text(encoding="utf-8").splitlines()
     assert written == (FIXTURES / case["merges"]).read_text(encoding="utf-8").splitlines()

@@ -233,10 +233,15 @@ impl PyCounts {
         let rules = SuperwordRules { max_words, forbid };
         let observer = PyObserver::new(progress);
         let counted = self.inner.clone();
-        let result = run_detached(py, &observer, || {
+        let (result, replayed, learnt) = run_detached(py, &observer, || {
             bpeforge::train_superwords_from_counts(counted, &options, &inherited, &rules, &observer)
         })?;
-        train_result_to_py(py, result)
+        let core = train_result_to_py(py, result)?;
+        // The pieces' length in tokens with the inherited merges, and with the superwords too.
+        let stats = core.get_item(2)?;
+        stats.set_item("tokens_before", replayed)?;
+        stats.set_item("tokens_after", learnt)?;
+        Ok(core)
     }
 
     #[getter]

@@ -68,3 +68,13 @@ def superword_count(result: TrainResult) -> int:
         token = (left + right).strip(b" ")
         spanning += b" " in token
     return spanning
+
+
+def summary_line(result: TrainResult) -> str:
+    """How many tokens span words, and the training text's bytes/token before and after stage 2."""
+    stats = result.stats
+    line = f"superword tokens (spanning words): {superword_count(result):,}"
+    if stats.tokens_before and stats.tokens_after:
+        before, after = stats.bytes_read / stats.tokens_before, stats.bytes_read / stats.tokens_after
+        line += f"; {before:.2f} -> {after:.2f} bytes/token on the training text in stage 2"
+    return line

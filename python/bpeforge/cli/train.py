@@ -115,7 +115,7 @@ def _run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         files=files,
     )
     if getattr(args, "superbpe", None) is not None:
-        print(f"superword tokens (spanning words): {superbpe_options.superword_count(result):,}")
+        print(superbpe_options.summary_line(result))
     if args.profile:
         report = train_profile.build_report(
             result, write_seconds=finished - write_started, total_seconds=finished - started

@@ -144,6 +144,11 @@ impl HfState {
         (state, holders)
     }
 
+    /// Sum over the words of count x symbols: the corpus's length in tokens.
+    pub fn tokens(&self) -> u64 {
+        self.spans.iter().map(|span| span.count as u64 * span.len as u64).sum()
+    }
+
     /// An entry for each pair of `holders` whose count is positive.
     pub fn entries(&self, holders: Holders) -> Vec<Entry> {
         let positive = holders.into_iter().filter(|(pair, _)| self.pair_counts[pair] > 0);

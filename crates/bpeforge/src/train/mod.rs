@@ -265,14 +265,15 @@ fn train_hf(
 
 /// SuperBPE's stage 2 from a count table of its pieces (`superword.rs`):
 /// replay `inherited` (stage 1's first merges), then learn superword merges
-/// with HF's loop until HF's vocabulary reaches `options.vocab_size`.
+/// with HF's loop until HF's vocabulary reaches `options.vocab_size`. Also
+/// returns the pieces' length in tokens after the replay and at the end.
 pub fn train_superwords_from_counts(
     counted: CountsFile,
     options: &TrainOptions,
     inherited: &[Merge],
     rules: &superword::SuperwordRules,
     observer: &dyn Observer,
-) -> Result<TrainResult, Error> {
+) -> Result<(TrainResult, u64, u64), Error> {
     let specials = SpecialSplitter::new(&options.special_tokens)?;
     check_counted_specials(&counted, options)?;
     let mut stats = stats_of(&counted);
@@ -282,10 +283,11 @@ pub fn train_superwords_from_counts(
         min_frequency: options.min_frequency,
         max_token_length: options.max_token_length,
     };
-    let learned = superword::learn_superwords(&counted.counts, specials.tokens(), inherited, rules, limits, observer)?;
+    let (learned, replayed, learnt) =
+        superword::learn_superwords(&counted.counts, specials.tokens(), inherited, rules, limits, observer)?;
     stats.merge_time = started.elapsed();
     let vocab = layout_vocab(learned.tokens, specials.tokens());
-    Ok(TrainResult { vocab, merges: learned.merges, stats })
+    Ok((TrainResult { vocab, merges: learned.merges, stats }, replayed, learnt))
 }
 
 fn check_counted_specials(counted: &CountsFile, options: &TrainOptions) -> Result<(), Error> {

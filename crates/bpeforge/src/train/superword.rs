@@ -42,8 +42,9 @@ impl SuperwordRules {
 
 /// Stage 2: replay `inherited` on the pieces of `counts`, then learn
 /// superword merges until HF's vocabulary reaches `limits.vocab_size`.
-/// Returns the merges as the reference saves them: the inherited ones it
-/// kept, then the new ones.
+/// Returns the merges as the reference saves them (the inherited ones it
+/// kept, then the new ones), and the pieces' length in tokens after the
+/// replay and at the end.
 pub fn learn_superwords(
     counts: &PretokenCounts,
     specials: &[String],
@@ -51,7 +52,7 @@ pub fn learn_superwords(
     rules: &SuperwordRules,
     limits: HfLimits,
     observer: &dyn Observer,
-) -> Result<HfLearned, Error> {
+) -> Result<(HfLearned, u64, u64), Error> {
     let (mut state, holders) = HfState::new(counts, specials);
     let mut queue: FxHashMap<Pair, _> = state.entries(holders).into_iter().map(|e| (e.pair, e)).collect();
     let max_length = limits.max_token_length.unwrap_or(usize::MAX);
@@ -65,8 +66,9 @@ pub fn learn_superwords(
         queue.extend(state.entries(gained).into_iter().map(|e| (e.pair, e)));
     }
     state.queue.extend(queue.into_values());
+    let replayed = state.tokens();
     state.learn(limits, |token| rules.allows(token), &mut made, observer)?;
-    Ok(state.learned(&made))
+    Ok((state.learned(&made), replayed, state.tokens()))
 }
 
 #[cfg(test)]
@@ -94,7 +96,10 @@ mod tests {
         let inherited = [merge("t", "o"), merge("q", "u"), merge("b", "e"), merge("x", "y"), merge(" ", "to")];
         let rules = SuperwordRules { max_words: 4, forbid: vec![] };
         let limits = HfLimits { vocab_size: 16, min_frequency: 0, max_token_length: None };
-        let learned = learn_superwords(&table, &[], &inherited, &rules, limits, &Silent).unwrap();
+        let (learned, replayed, learnt) = learn_superwords(&table, &[], &inherited, &rules, limits, &Silent).unwrap();
+        // 19 bytes; after t.o, b.e, " "+to: 14 symbols, x3; fewer at the end.
+        assert_eq!(replayed, 14 * 3);
+        assert!(learnt < replayed);
         let text = |b: &Arc<[u8]>| String::from_utf8(b.to_vec()).unwrap();
         let merges: Vec<(String, String)> = learned.merges.iter().map(|(l, r)| (text(l), text(r))).collect();
         // "q"/"x" occur nowhere: dropped. Then the alphabet (\n, ' ', b e n o r t: 8
