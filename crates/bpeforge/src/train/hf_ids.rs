@@ -9,6 +9,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::bpe::merges::Merge;
+use crate::formats::byte_level::byte_chars;
 
 type Pair = (u32, u32);
 
@@ -88,22 +89,6 @@ impl HfIds {
         let side = |id: u32| self.tokens[id as usize].clone();
         ((side(left), side(right)), side(new))
     }
-}
-
-/// The char each byte is written as in GPT-2's byte-level table.
-pub fn byte_chars() -> [char; 256] {
-    let mut chars = ['\0'; 256];
-    let mut next_free = 256u32;
-    for byte in 0..=255u8 {
-        let code = if matches!(byte, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF) {
-            u32::from(byte)
-        } else {
-            next_free += 1;
-            next_free - 1
-        };
-        chars[usize::from(byte)] = char::from_u32(code).expect("a code point under 324");
-    }
-    chars
 }
 
 /// The bytes `text` spells in byte-level chars, or `None` when a char of it is not one.
