@@ -15,6 +15,7 @@ from bpeforge.saving import save
 from bpeforge.superbpe import train_superbpe
 from bpeforge.tokenizer import Tokenizer
 from bpeforge.train import TrainingNote, TrainResult, TrainStats, train, train_bpe, train_from_iterator
+from bpeforge.transformers_patch import patch_transformers, unpatch_transformers
 
 
 def pretokenize(text: str, pattern: str = "gpt2") -> list[str]:
@@ -65,6 +66,7 @@ __all__ = [
     "load",
     "load_counts",
     "merge_counts",
+    "patch_transformers",
     "pretokenize",
     "save",
     "save_counts",
@@ -73,4 +75,5 @@ __all__ = [
     "train_from_counts",
     "train_from_iterator",
     "train_superbpe",
+    "unpatch_transformers",
 ]
