@@ -44,8 +44,9 @@ def model_dir(tmp_path: Path, name: str, **config: str) -> Path:
 
 
 def outputs(tokenizer, **options) -> list[dict]:
-    """The tokenizer's results for a list of str and each single str, `add_special_tokens` both ways."""
-    calls = [TEXTS, *TEXTS]
+    """The tokenizer's results for a list of str, each single str, and a batch big enough for bpeforge's thread
+    pool (`_POOL_MIN_CHARS`), `add_special_tokens` both ways."""
+    calls = [TEXTS, *TEXTS, TEXTS * 40]
     return [
         dict(tokenizer(texts, add_special_tokens=special, **options)) for special in (True, False) for texts in calls
     ]
