@@ -242,6 +242,15 @@ pub fn train_from_counts(
     Ok(TrainResult { vocab, merges: learned.merges, stats })
 }
 
+/// The limits HF's loop (`hf_merge.rs`) stops at, as `options` set them.
+fn hf_limits(options: &TrainOptions) -> hf_merge::HfLimits {
+    hf_merge::HfLimits {
+        vocab_size: options.vocab_size,
+        min_frequency: options.min_frequency,
+        max_token_length: options.max_token_length,
+    }
+}
+
 /// `train_from_counts` with HF's loop (`hf_merge.rs`): `vocab_size` counts
 /// HF's vocabulary, and the result lays out bytes, merges, specials as ever.
 fn train_hf(
@@ -252,11 +261,7 @@ fn train_hf(
 ) -> Result<TrainResult, Error> {
     let mut stats = stats_of(&counted);
     let started = Instant::now();
-    let limits = hf_merge::HfLimits {
-        vocab_size: options.vocab_size,
-        min_frequency: options.min_frequency,
-        max_token_length: options.max_token_length,
-    };
+    let limits = hf_limits(options);
     let learned = hf_merge::learn_merges_hf(&counted.counts, specials, limits, observer)?;
     stats.merge_time = started.elapsed();
     let vocab = layout_vocab(learned.tokens, specials);
@@ -278,11 +283,7 @@ pub fn train_superwords_from_counts(
     check_counted_specials(&counted, options)?;
     let mut stats = stats_of(&counted);
     let started = Instant::now();
-    let limits = hf_merge::HfLimits {
-        vocab_size: options.vocab_size,
-        min_frequency: options.min_frequency,
-        max_token_length: options.max_token_length,
-    };
+    let limits = hf_limits(options);
     let (learned, replayed, learnt) =
         superword::learn_superwords(&counted.counts, specials.tokens(), inherited, rules, limits, observer)?;
     stats.merge_time = started.elapsed();
