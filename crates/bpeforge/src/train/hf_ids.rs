@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::bpe::merges::Merge;
-use crate::formats::byte_level::byte_chars;
+use crate::formats::byte_level::{byte_chars, ByteTable};
 
 type Pair = (u32, u32);
 
@@ -28,8 +28,9 @@ impl HfIds {
     pub fn new(specials: &[String], seen: &[bool; 256]) -> Self {
         let mut ids = Self { tokens: Vec::new(), ids: FxHashMap::default(), byte_ids: [u32::MAX; 256] };
         let chars = byte_chars();
+        let table = ByteTable::new();
         for special in specials {
-            match byte_level_bytes(special, &chars) {
+            match table.decode(special) {
                 Some(bytes) => {
                     ids.id_of_or_add(bytes.into());
                 }
@@ -89,11 +90,6 @@ impl HfIds {
         let side = |id: u32| self.tokens[id as usize].clone();
         ((side(left), side(right)), side(new))
     }
-}
-
-/// The bytes `text` spells in byte-level chars, or `None` when a char of it is not one.
-fn byte_level_bytes(text: &str, chars: &[char; 256]) -> Option<Vec<u8>> {
-    text.chars().map(|c| chars.iter().position(|&b| b == c).map(|b| b as u8)).collect()
 }
 
 #[cfg(test)]
