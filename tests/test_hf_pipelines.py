@@ -24,11 +24,16 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "data" / "hf"
 EXACT = [
     "clip",
+    "deepseek-v2",
+    "deepseek-v3",
+    "deepseek-v4",
     "falcon",
     "gpt-neox-20b-pii",
+    "llama3",
     "olmo1",
     "olmo2",
     "phi-2",
+    "qwen2",
     "roberta-base",
     "whisper-large-v3",
     "whisper-tiny",
@@ -41,6 +46,7 @@ REFUSED = {
 # spaces, UTF-8 continuation bytes that are digits in GPT-2's byte chars (0xB2 of "ò"), control bytes
 # Falcon's vocabulary lacks.
 UNICODE = list("aZz09 \t\n\r.,!?'’-_$+<>|«»—…éèßΣςİﬁ½²³٣४日本語のカー한😀👍🏽\u00a0\u3000\u200be\u0301ò\x03\x0b\x1c")
+UNICODE.append("\U0003336d")  # CJK Extension J: Unicode 17.0, unassigned to tokenizers' Oniguruma (16.0)
 
 
 def _text(extra: list[str]):
@@ -283,8 +289,8 @@ def test_generated_pipelines_encode_with_tokenizers_ids(tmp_path_factory, pipeli
             assert ours.encode(text, add_special_tokens=add) == theirs.encode(text, add_special_tokens=add).ids, text
 
 
-# The pipelines of models whose files are too large to vendor, as their tokenizer.json files write them
-# (transcribed), on the OLMo 2 fixture's model: Llama 3 (ignore_merges, a BOS template), Qwen 2 (NFC),
+# The pipelines of models, as their tokenizer.json files write them (transcribed), on the OLMo 2 fixture's
+# model, besides the real files above: Llama 3 (ignore_merges, a BOS template), Qwen 2 (NFC),
 # DeepSeek V3 (three Splits), SmolLM2 (Digits before ByteLevel's regex).
 def _split(regex: str) -> dict:
     return {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False}
