@@ -7,24 +7,30 @@ only around digits), so that the later merges join words ("of the",
 "in the middle of"), never a token holding ": " nor more than `max_words`
 words. See docs/superbpe.md.
 
-The two pre-tokenizers are the reference's HF pipelines written as one regex
-each (tests/test_superbpe.py checks them against `tokenizers`' own):
-- stage 1: `Digits(individual_digits=False)`, then `Split(R1, "isolated")` with
-  R1 = `(?=(\\d{3})+(?!\\d))| ?\\p{L}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`;
-- stage 2: `Digits(individual_digits=False)`, then `Split((?=(\\d{3})+(?!\\d)), "isolated")`.
-A run of numerals is its own piece, cut into groups of three digits from the
-right; whitespace before a numeral ends where the numeral starts.
+Two recipes (`RECIPES`, `recipe=`): the paper's (the default) and the one the
+reference's README has recommended since November 2025; their pre-tokenizers
+and where they come from are in `bpeforge.formats.superbpe_pipelines`.
+`extend=BASE` runs stage 2 on top of an existing tokenizer, keeping its ids
+(`bpeforge.superbpe_extend`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from bpeforge import _core
+from bpeforge import _core, superbpe_extend
 from bpeforge.arguments import check_positive, thread_count
+from bpeforge.formats.superbpe_pipelines import (
+    NUMERAL_GROUPS,
+    O200K_LIKE_PATTERN,
+    STAGE1_PATTERN,
+    SUPERWORD_2025_PATTERN,
+    SUPERWORD_PATTERN,
+)
 from bpeforge.inputs import expand
+from bpeforge.open_tokenizer import TokenizerSource
 from bpeforge.progress import progress_bars
 from bpeforge.train import (
     PathLike,
@@ -37,22 +43,50 @@ from bpeforge.train import (
     train,
 )
 
-# A numeral's groups of three from the right (as the lookahead split makes them).
-NUMERAL_GROUPS = r"\p{N}+?(?=(?:\d{3})+(?!\d)|(?!\p{N}))"
-STAGE1_PATTERN = NUMERAL_GROUPS + r"| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+"
-SUPERWORD_PATTERN = NUMERAL_GROUPS + r"|\P{N}+"
+__all__ = [
+    "NUMERAL_GROUPS",
+    "O200K_LIKE_PATTERN",
+    "RECIPES",
+    "STAGE1_PATTERN",
+    "SUPERWORD_2025_PATTERN",
+    "SUPERWORD_PATTERN",
+    "Recipe",
+    "train_superbpe",
+]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A SuperBPE recipe: the defaults `train_superbpe` takes from it."""
+
+    vocab_size: int
+    transition: int  # stage-1 merges kept: the reference's `head -n t merges.txt` keeps t-1
+    pattern: str
+    superword_pattern: str
+    max_words: int = 4
+    forbid: tuple[bytes, ...] = (b": ",)
+
+
+RECIPES = {
+    # Liu et al. (2025): 200K tokens, t = 180K (the released OLMo2-8B-SuperBPE-t180k), Digits + Split.
+    "paper": Recipe(200_000, 179_999, STAGE1_PATTERN, SUPERWORD_PATTERN),
+    # PythonNut/superbpe's scripts/train_tokenizer.sh and extend_tokenizer.sh since November 2025.
+    "o200k-2025": Recipe(128_000, 99_999, O200K_LIKE_PATTERN, SUPERWORD_2025_PATTERN),
+}
 
 
 def train_superbpe(
     inputs: PathLike | Sequence[PathLike],
-    vocab_size: int,
+    vocab_size: int | None = None,
     special_tokens: Iterable[str] | None = None,
     *,
-    transition: int,
-    pattern: str = STAGE1_PATTERN,
-    superword_pattern: str = SUPERWORD_PATTERN,
-    max_words: int = 4,
-    forbid: Iterable[bytes] = (b": ",),
+    transition: int | None = None,
+    recipe: str = "paper",
+    pattern: str | None = None,
+    superword_pattern: str | None = None,
+    max_words: int | None = None,
+    forbid: Iterable[bytes] | None = None,
+    extend: TokenizerSource | None = None,
     tie_break: str = "hf",
     documents: str = "lines",
     min_frequency: int | None = None,
@@ -71,31 +105,80 @@ def train_superbpe(
     words (0: no limit). `vocab_size` counts HF's vocabulary: special tokens,
     the bytes seen and the distinct tokens made.
 
+    `recipe` gives every argument left as None: "paper" (the default; 200K,
+    t = 180K, the paper's pre-tokenizers) or "o200k-2025" (128K, t = 100K, an
+    o200k-like stage 1 and `SUPERWORD_2025_PATTERN` in stage 2); see `RECIPES`
+    and docs/superbpe.md.
+
+    `extend=BASE` (a `Tokenizer`, a shipped encoding's name such as "gpt2",
+    a directory or a file) skips stage 1: stage 2 runs on top of BASE, every
+    merge of which is inherited, and the result keeps BASE's ids, merges and
+    special tokens, its new merges after them (`bpeforge.superbpe_extend`).
+    There `vocab_size` counts the result's tokens, the base's included.
+
     The result's merges are stage 2's (the kept inherited ones, then the
     superword ones) and its pattern is `superword_pattern`, so its tokenizer
-    encodes as the released SuperBPE tokenizers do.
+    encodes as the released SuperBPE tokenizers do, and `save_hf` writes the
+    reference's pre-tokenizer for it.
     """
+    settings = _settings(recipe, vocab_size, transition, pattern, superword_pattern, max_words, forbid)
     if tie_break != "hf":
         raise ValueError('train_superbpe follows the reference trainer, HF tokenizers\' fork: use tie_break="hf"')
     specials = normalize_specials(special_tokens)
-    check_vocab_size(vocab_size, len(specials), tie_break)
-    check_positive("transition", transition)
-    if not isinstance(max_words, int) or isinstance(max_words, bool) or max_words < 0:
-        raise ValueError(f"max_words must be an int >= 0 (0: no limit), not {max_words!r}")
-    forbid = [bytes(f) for f in forbid]
     files = [os.fspath(p) for p in expand(normalize_paths(inputs), None)]
     check_modes(tie_break, documents, files)
     threads = thread_count(num_threads)
+    if extend is not None:
+        if transition is not None:
+            raise ValueError(
+                "extend= inherits every merge of the base (so that its ids and encodings stay as they were); "
+                "leave transition unset"
+            )
+        stage2 = superbpe_extend.Stage2(settings.superword_pattern, settings.max_words, settings.forbid)
+        return superbpe_extend.extend_superbpe(
+            files, extend, settings.vocab_size, specials, stage2, documents, min_frequency, threads, progress
+        )
+    vocab_size = settings.vocab_size
+    check_vocab_size(vocab_size, len(specials), tie_break)
     common = dict(tie_break=tie_break, documents=documents, min_frequency=min_frequency, num_threads=threads)
-    stage1 = train(files, vocab_size, specials, pattern=pattern, progress=progress, **common)
-    if transition > len(stage1.merges):
+    stage1 = train(files, vocab_size, specials, pattern=settings.pattern, progress=progress, **common)
+    if settings.transition > len(stage1.merges):
         raise ValueError(
-            f"transition {transition:,} is beyond stage 1's {len(stage1.merges):,} merges "
+            f"transition {settings.transition:,} is beyond stage 1's {len(stage1.merges):,} merges "
             f"(the corpus ran out of pairs, or vocab_size {vocab_size:,} is reached first); give a smaller transition"
         )
-    inherited = stage1.merges[:transition]
+    inherited = stage1.merges[: settings.transition]
+    superword_pattern, forbid = settings.superword_pattern, list(settings.forbid)
     with progress_bars(progress) as bars:
         counts = _core.Counts.from_files(files, specials, threads, None, bars, superword_pattern, documents)
-        core = counts._train_superwords(vocab_size, inherited, max_words, forbid, min_frequency or 0, bars)
+        core = counts._train_superwords(vocab_size, inherited, settings.max_words, forbid, min_frequency or 0, bars)
     result = result_from_core(core, specials, superword_pattern, vocab_size)
     return replace(result, stats=replace(result.stats, files=len(files)))
+
+
+def _settings(
+    recipe: str,
+    vocab_size: int | None,
+    transition: int | None,
+    pattern: str | None,
+    superword_pattern: str | None,
+    max_words: int | None,
+    forbid: Iterable[bytes] | None,
+) -> Recipe:
+    """The recipe named, with each argument given in place of its default; checked."""
+    if recipe not in RECIPES:
+        raise ValueError(f"recipe {recipe!r} is not one of {sorted(RECIPES)}; see docs/superbpe.md")
+    defaults = RECIPES[recipe]
+    settings = Recipe(
+        defaults.vocab_size if vocab_size is None else vocab_size,
+        defaults.transition if transition is None else transition,
+        defaults.pattern if pattern is None else pattern,
+        defaults.superword_pattern if superword_pattern is None else superword_pattern,
+        defaults.max_words if max_words is None else max_words,
+        defaults.forbid if forbid is None else tuple(bytes(f) for f in forbid),
+    )
+    check_positive("transition", settings.transition)
+    words = settings.max_words
+    if not isinstance(words, int) or isinstance(words, bool) or words < 0:
+        raise ValueError(f"max_words must be an int >= 0 (0: no limit), not {words!r}")
+    return settings

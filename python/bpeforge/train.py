@@ -87,6 +87,12 @@ class TrainResult:
             self.vocab, self.merges, directory, special_tokens=specials, pattern=self.pattern, overwrite=overwrite
         )
 
+    def save_hf(self, path: str | os.PathLike[str], *, overwrite: bool = False, **roles: str | None) -> Path:
+        """Write an HF `tokenizer.json` (to a directory `transformers` loads, or to a `.json` file), as
+        `Tokenizer.save_hf` does; a SuperBPE result gets the reference's pre-tokenizer (docs/superbpe.md)."""
+        tokenizer = Tokenizer(self.vocab, self.merges, self.special_tokens, pattern=self.pattern)
+        return tokenizer.save_hf(path, overwrite=overwrite, **roles)
+
     def __iter__(self):
         """`vocab, merges = result`, as with `train_bpe`."""
         return iter((self.vocab, self.merges))

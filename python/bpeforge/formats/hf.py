@@ -77,6 +77,7 @@ from bpeforge.formats.parts import (
     ordinary_tokens,
     special_ids,
 )
+from bpeforge.formats.superbpe_pipelines import pattern_of_reference, reference_pre_tokenizer
 
 if TYPE_CHECKING:
     from bpeforge.tokenizer import Tokenizer
@@ -210,6 +211,9 @@ def hf_pre_tokenizer(pattern: str) -> dict[str, Any]:
     the same pieces as bpeforge on every preset (tests/test_hf_export.py checks the corpora)."""
     if pattern == "gpt2":
         return dict(_HF_PRE_TOKENIZER)
+    reference = reference_pre_tokenizer(pattern)  # SuperBPE's: the pipeline its released files have
+    if reference is not None:
+        return reference
     return {
         "type": "Sequence",
         "pretokenizers": [
@@ -308,7 +312,10 @@ def _check_hf_pipeline(doc: dict[str, Any], where: str) -> str:
 def _hf_pattern(pre: Any, where: str) -> str:
     """The bpeforge pattern of an HF pre-tokenizer: GPT-2's ByteLevel, or Split(regex, Isolated) then
     ByteLevel without a regex (Llama 3, Qwen 2 and bpeforge's own exports); a preset's name when the regex
-    is a preset's."""
+    is a preset's; SuperBPE's own pipelines (`Digits`, `Split`, ByteLevel) as the pattern bpeforge runs for them."""
+    superbpe = pattern_of_reference(pre)
+    if superbpe is not None:
+        return superbpe
     gpt2 = isinstance(pre, dict) and pre.get("type") == "ByteLevel" and pre.get("add_prefix_space") is False
     if gpt2 and pre.get("use_regex", True) is True:
         return "gpt2"
