@@ -1,56 +1,114 @@
-"""Generate crates/bpeforge/src/pretokenize/unicode_tables.rs from the Python `regex` package.
+"""Generate crates/bpeforge/src/pretokenize/unicode_tables.rs from regex-syntax's Unicode tables.
 
-The preset patterns are defined by the semantics of `regex` (DESIGN §1.1.2), so
-the character classes our scanners use are read off `regex` itself rather than
-from a separate Unicode database: `\\p{L}`, `\\p{N}`, `\\s` and o200k's two
-case classes then agree with the reference for every code point by
-construction, whatever Unicode version it has. `tests/test_pretokenize.py` and
-`tests/test_scanners.py` re-check every code point against the installed
-`regex`, so a drift after upgrading `regex` fails loudly.
+The classes the scanners use (`\\p{L}`, `\\p{N}`, `\\s` and o200k's two case
+classes) must agree code point for code point with the engines whose ids
+bpeforge reproduces: tiktoken runs its patterns on fancy-regex over the
+`regex-syntax` crate, and HF `tokenizers` on Oniguruma; both have Unicode
+16.0, as does the fancy-regex that bpeforge itself runs patterns on that no
+scanner covers. So the ranges are read from the `regex-syntax` crate that
+Cargo.lock pins (not from the Python `regex` package, whose releases since
+2025 have Unicode 17.0 and would class the 4,803 code points first assigned
+there differently from every encoder). `tests/test_unicode_version.py` checks
+every code point against tiktoken and `tokenizers`, and against `regex` on the
+code points both Unicode versions assign.
 
 Run: python scripts/gen_unicode_tables.py > crates/bpeforge/src/pretokenize/unicode_tables.rs
 """
 
-import regex
+import json
+import re
+import subprocess
+from pathlib import Path
 
+# Each class is a union of regex-syntax tables: (file, constant).
 CLASSES = {
-    "LETTER": r"\p{L}",
-    "NUMBER": r"\p{N}",
-    "WHITESPACE": r"\s",
+    "LETTER": (r"\p{L}", [("general_category", "LETTER")]),
+    "NUMBER": (r"\p{N}", [("general_category", "NUMBER")]),
+    "WHITESPACE": (r"\s", [("perl_space", "WHITE_SPACE")]),
     # o200k tells an upper-case-ish run from a lower-case-ish one; modifier and
     # other letters (Lm, Lo) and marks (M) are in both.
-    "UPPER_OR_UNCASED": r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]",
-    "LOWER_OR_UNCASED": r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]",
+    "UPPER_OR_UNCASED": (
+        r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]",
+        [
+            ("general_category", name)
+            for name in ("UPPERCASE_LETTER", "TITLECASE_LETTER", "MODIFIER_LETTER", "OTHER_LETTER", "MARK")
+        ],
+    ),
+    "LOWER_OR_UNCASED": (
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]",
+        [("general_category", name) for name in ("LOWERCASE_LETTER", "MODIFIER_LETTER", "OTHER_LETTER", "MARK")],
+    ),
 }
 
+CHAR = r"'((?:[^'\\]|\\u\{[0-9a-f]+\}|\\.)+)'"
+RANGE = re.compile(r"\(\s*" + CHAR + r",\s*" + CHAR + r"\s*\)")
+ESCAPES = {"\\t": "\t", "\\n": "\n", "\\r": "\r", "\\'": "'", '\\"': '"', "\\\\": "\\", "\\0": "\0"}
 
-def ranges(pattern: str) -> list[tuple[int, int]]:
-    compiled = regex.compile(pattern)
+
+def regex_syntax_dir() -> tuple[Path, str]:
+    """The source folder and version of the regex-syntax crate that Cargo.lock pins."""
+    out = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--locked"], capture_output=True, text=True, check=True
+    )
+    for package in json.loads(out.stdout)["packages"]:
+        if package["name"] == "regex-syntax":
+            return Path(package["manifest_path"]).parent / "src" / "unicode_tables", package["version"]
+    raise SystemExit("regex-syntax is not in Cargo.lock's dependency graph")
+
+
+def char_value(literal: str) -> int:
+    if literal.startswith("\\u{"):
+        return int(literal[3:-1], 16)
+    if literal in ESCAPES:
+        return ord(ESCAPES[literal])
+    if len(literal) != 1:
+        raise SystemExit(f"unexpected char literal {literal!r} in regex-syntax's tables")
+    return ord(literal)
+
+
+def read_table(folder: Path, file: str, constant: str) -> list[tuple[int, int]]:
+    source = (folder / f"{file}.rs").read_text(encoding="utf-8")
+    start = source.index(f"pub const {constant}: ")
+    end = source.index("];", start)
+    return [(char_value(lo), char_value(hi)) for lo, hi in RANGE.findall(source[start:end])]
+
+
+def union(tables: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
-    for cp in range(0x110000):
-        if 0xD800 <= cp < 0xE000:
-            continue  # surrogates never occur in valid UTF-8
-        if compiled.match(chr(cp)):
-            if out and out[-1][1] == cp - 1:
-                out[-1] = (out[-1][0], cp)
-            else:
-                out.append((cp, cp))
+    for lo, hi in sorted(r for table in tables for r in table):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
     return out
 
 
+def unicode_version(folder: Path) -> str:
+    found = re.search(r"Unicode version: ([0-9.]+)", (folder / "general_category.rs").read_text(encoding="utf-8"))
+    if not found:
+        raise SystemExit("regex-syntax's general_category.rs does not name its Unicode version")
+    return found.group(1).rstrip(".")
+
+
 def main() -> None:
-    print("// @generated by scripts/gen_unicode_tables.py from the Python `regex` package")
-    print(f"// version {regex.__version__}. Do not edit by hand.")
+    folder, version = regex_syntax_dir()
+    unicode = unicode_version(folder)
+    print(f"// @generated by scripts/gen_unicode_tables.py from the tables of regex-syntax {version}")
+    print(f"// (Unicode {unicode}). Do not edit by hand.")
     print("// Sorted, disjoint, inclusive code point ranges.")
     print()
-    for name, pattern in CLASSES.items():
-        rs = ranges(pattern)
-        print(f"/// Code points matched by `{pattern}` in `regex` {regex.__version__}.")
+    print("/// The Unicode version of these tables, as `build_info()` reports it.")
+    print(f'pub const VERSION: &str = "{unicode}";')
+    print()
+    for name, (pattern, sources) in CLASSES.items():
+        ranges = union([read_table(folder, file, constant) for file, constant in sources])
+        print(f"/// Code points matched by `{pattern}` in Unicode {unicode}.")
         print(f"pub const {name}: &[(u32, u32)] = &[")
-        for lo, hi in rs:
+        for lo, hi in ranges:
             print(f"    (0x{lo:X}, 0x{hi:X}),")
         print("];")
-        print()
+        if name != list(CLASSES)[-1]:
+            print()
 
 
 if __name__ == "__main__":

@@ -2,12 +2,19 @@
 
 The contract (DESIGN §1.1.2): bpeforge's pieces are the Python `regex` package's
 matches, left to right, whole and non-empty; text no match covers is a piece of its
-own (only custom regexes leave any). Shared by tests/test_patterns.py and
+own (only custom regexes leave any). With one refinement: the character classes are
+Unicode 16.0's, the version of tiktoken's and `tokenizers`' engines, whose ids
+bpeforge reproduces. `regex` releases since 2025 have Unicode 17.0, so the
+reference runs `regex` on the text seen through `unicode16_view` (each code point
+that 17.0 newly assigned stands in as an unassigned one, U+0295 as the Ll it was)
+and cuts the original text at the same places. Shared by tests/test_patterns.py and
 tests/test_scanners.py. `assert_same_split` checks the split at every SIMD level
 of the block scanners this CPU has (`bpeforge.build_info()["simd_levels"]`).
 """
 
 from __future__ import annotations
+
+import functools
 
 import bpeforge
 import regex
@@ -34,14 +41,41 @@ def pretokenize_at_every_level(text: str, pattern: str) -> list[str]:
     return first
 
 
+# Stand-ins of the same classes in both Unicode versions: U+0378 is unassigned in
+# every version; U+0250 is a lowercase letter in every version and, like U+0295,
+# folds to no letter that a contraction has.
+UNASSIGNED_STAND_IN = "\u0378"
+RECATEGORIZED = {0x0295: "\u0250"}  # Ll up to Unicode 16.0, Lo from 17.0
+
+
+@functools.cache
+def unicode16_view() -> dict[int, str]:
+    """`str.translate` table that shows `regex` (whatever its Unicode version) a text as Unicode 16.0 classes it.
+
+    The code points `regex` assigns and Unicode 16.0 does not are read from fancy-regex (regex-syntax 0.8's
+    Unicode 16.0 tables) through a custom pattern, a separate engine from the scanners under test.
+    """
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    # Each char followed by "a", which \p{Cn} never matches: a piece without it is a match.
+    pieces = bpeforge.pretokenize("a".join(chars) + "a", r"\p{Cn}")
+    unassigned_in_16 = {piece for piece in pieces if "a" not in piece}
+    unassigned_here = set(regex.findall(r"\p{Cn}", "".join(chars)))
+    view = {ord(ch): UNASSIGNED_STAND_IN for ch in unassigned_in_16 - unassigned_here}
+    if not regex.fullmatch(r"\p{Ll}", "\u0295"):
+        view.update(RECATEGORIZED)
+    return view
+
+
 def regex_pieces(pattern: str | regex.Pattern, text: str) -> list[str]:
     """What bpeforge's pre-tokenizer must give for `pattern` (a regex or a compiled one)."""
+    seen = text.translate(unicode16_view())
+    assert len(seen) == len(text)  # each stand-in is one code point, so offsets carry over
     pieces, covered = [], 0
-    for found in regex.finditer(pattern, text):
+    for found in regex.finditer(pattern, seen):
         if found.start() > covered:
             pieces.append(text[covered : found.start()])
-        if found.group(0):
-            pieces.append(found.group(0))
+        if found.end() > found.start():
+            pieces.append(text[found.start() : found.end()])
         covered = max(covered, found.end())
     if covered < len(text):
         pieces.append(text[covered:])

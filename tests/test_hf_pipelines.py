@@ -14,6 +14,7 @@ from pathlib import Path
 import bpeforge
 import numpy as np
 import pytest
+import regex
 from bpeforge.hf_pipeline import PIPELINE
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -396,3 +397,15 @@ def test_what_would_encode_differently_is_refused_naming_it(tmp_path, change, na
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ValueError, match=named):
         bpeforge.Tokenizer.from_hf(path)
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen2", "deepseek-v3", "olmo2"])
+def test_real_files_on_every_code_point(name):
+    """Each code point in contexts where its class decides the split; those that Unicode 17.0 added are
+    unassigned to tokenizers' Oniguruma (Unicode 16.0) and to bpeforge's tables alike."""
+    theirs, ours = _hf(FIXTURES / f"{name}.json"), bpeforge.Tokenizer.from_hf(FIXTURES / f"{name}.json")
+    chars = [chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF]
+    assigned = [ch for i, ch in enumerate(chars) if not regex.match(r"\p{Cn}", ch) or i % 16 == 0]  # regex: 17.0
+    texts = ["".join(f"a{c}a {c}1'{c}s A{c}b\n" for c in assigned[i : i + 4096]) for i in range(0, len(assigned), 4096)]
+    expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)]
+    assert ours.encode_batch(texts, add_special_tokens=False) == expected

@@ -29,6 +29,7 @@ import bpeforge
 import bpeforge.tiktoken as bt
 import numpy as np
 import pytest
+import regex
 from bpeforge.formats.tiktoken_ranks import read_rank_lines
 from bpeforge.tiktoken.registry import DATA, ENCODING_CONSTRUCTORS, RANK_FILES, load_ranks
 from hypothesis import given, settings
@@ -352,3 +353,20 @@ def _gpt2_byte_decoder() -> dict[str, int]:
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module("bpeforge.tiktoken" + module))
     assert result.attempted > 0 and result.failed == 0
+
+
+def every_assigned_code_point() -> list[str]:
+    """Every code point in a class of Unicode 17.0 or 16.0 (letters, marks, numbers, punctuation, symbols,
+    separators, controls, formats, private use); of the unassigned ones, one in 256 stands for the rest."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    return [ch for i, ch in enumerate(chars) if not regex.match(r"\p{Cn}", ch) or i % 256 == 0]
+
+
+def test_same_ids_as_tiktoken_on_every_code_point(pair):
+    """In contexts where a class decides the split (letter runs, a letter or space before, digits, contractions,
+    o200k's case runs). This covers the code points Unicode 17.0 added (the Python `regex` package has them
+    since 2025), which tiktoken's Unicode 16.0 tables, and so bpeforge's, leave unassigned."""
+    ours, theirs = pair
+    text = "".join(f"a{c}a {c}1'{c}s A{c}b\n" for c in every_assigned_code_point())
+    assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    assert bpeforge.build_info()["unicode_version"] == "16.0.0"

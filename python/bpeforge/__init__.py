@@ -35,7 +35,9 @@ def build_info() -> dict[str, object]:
       first scan (``None`` where unset), which caps the level;
     - ``cpu_features``: the CPU features the levels depend on that it has;
     - ``simd_note``: why the cap was not taken as given (a level above what
-      the CPU has, or no level name), else ``None``.
+      the CPU has, or no level name), else ``None``;
+    - ``unicode_version``: the Unicode version of the pre-tokenizer's
+      character classes (that of tiktoken's and ``tokenizers``' regex engines).
     """
     return dict(_build_info())
 

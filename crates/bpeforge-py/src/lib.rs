@@ -12,6 +12,7 @@ mod hf;
 mod id_array;
 mod observer;
 mod pools;
+mod rank_file;
 mod reader;
 mod sources;
 mod text;
@@ -198,6 +199,7 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     info.set_item("simd_levels", bpeforge::SimdLevel::supported().iter().map(|l| l.name()).collect::<Vec<_>>())?;
     info.set_item("cpu_features", report.cpu_features)?;
     info.set_item("simd_note", report.note)?;
+    info.set_item("unicode_version", bpeforge::UNICODE_VERSION)?;
     Ok(info)
 }
 
@@ -224,6 +226,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_gpt2_files, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_file::encoder_from_rank_file, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_file::encoder_vocab, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_file::encoder_merges, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add_function(wrap_pyfunction!(pools::py_max_threads, m)?)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;

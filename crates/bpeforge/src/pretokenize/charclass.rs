@@ -1,9 +1,9 @@
 //! The character classes of the preset patterns: `\p{L}`, `\p{N}`, `\s`, and
 //! o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]` and `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
 //!
-//! The ranges come from `unicode_tables.rs`, generated from the Python `regex`
-//! package (the reference semantics), so classes agree with it code point for
-//! code point. Each code point gets one byte of flags (`Flags`):
+//! The ranges come from `unicode_tables.rs`, generated from the Unicode 16.0
+//! tables of `regex-syntax` (those of tiktoken's and `tokenizers`' engines).
+//! Each code point gets one byte of flags (`Flags`):
 //! - ASCII from a 128-entry table known at compile time (`ASCII`), so English
 //!   text is classified without decoding or touching the big table;
 //! - the rest of the Basic Multilingual Plane from a 64 KiB table built once;
@@ -20,7 +20,8 @@ pub type Flags = u8;
 pub const LETTER: Flags = 1;
 /// `\p{N}`
 pub const NUMBER: Flags = 2;
-/// `\s`: the White_Space property as `regex` has it (not U+001C..U+001F).
+/// `\s`: the White_Space property (not U+001C..U+001F, which Python's
+/// `str.isspace` counts).
 pub const SPACE: Flags = 4;
 /// `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]` (o200k's upper-case run).
 pub const UPPER: Flags = 8;

@@ -15,3 +15,7 @@ pub(crate) mod pattern_names;
 pub(crate) mod scan;
 pub(crate) mod specials;
 mod unicode_tables;
+
+/// The Unicode version of the scanners' character classes (that of tiktoken,
+/// `tokenizers` and fancy-regex; see scripts/gen_unicode_tables.py).
+pub use unicode_tables::VERSION as UNICODE_VERSION;

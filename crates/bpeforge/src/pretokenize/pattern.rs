@@ -13,12 +13,13 @@
 //! pattern; `unmatched_bytes` counts it, for the report. The presets cover
 //! every char.
 //!
-//! Unicode: the scanners' classes are generated from `regex` (Unicode 17.0)
-//! and agree with it on every code point. fancy-regex's classes are Unicode
-//! 16.0: a preset's regex run on fancy-regex (or tiktoken, which runs
-//! fancy-regex too) splits the ~4,700 code points that 17.0 newly assigned
-//! as unassigned chars, where the scanners split them as `regex` does. See
-//! `tests/test_scanners.py` and `tests/test_patterns.py`.
+//! Unicode: the scanners' classes are Unicode 16.0, read from the tables of
+//! the `regex-syntax` crate (`scripts/gen_unicode_tables.py`): the version of
+//! fancy-regex, of tiktoken's engine and of the Oniguruma in HF `tokenizers`,
+//! so a preset splits every code point as those encoders do. The Python
+//! `regex` package has had Unicode 17.0 since 2025: on the ~4,700 code points
+//! that 17.0 newly assigned, the presets follow the encoders, not `regex`
+//! (`tests/test_unicode_version.py`).
 //!
 //! Where a text may be cut for parallel work also depends on the pattern
 //! (`cut_before`, used by `io/chunking.rs` and `io/shards.rs`): before ASCII
