@@ -15,6 +15,7 @@ import bpeforge
 import numpy as np
 import pytest
 import regex
+from bpeforge.encode_files import encode_files
 from bpeforge.hf_pipeline import PIPELINE
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -369,14 +370,49 @@ def test_model_pipelines_encode_with_tokenizers_ids(tmp_path, model):
         assert ours.encode_batch(texts, add_special_tokens=add) == expected
 
 
-def test_encoding_files_refuses_a_pipeline_by_name(tmp_path):
-    """`bpeforge encode` cuts files where a preset allows; a pipeline is refused with what to use instead."""
-    text = tmp_path / "a.txt"
-    text.write_text("Hello world", encoding="utf-8")
-    command = ["encode", "--tokenizer", str(FIXTURES / "olmo2.json"), str(text), "-o", str(tmp_path / "ids.npy")]
-    run = subprocess.run([sys.executable, "-m", "bpeforge", *command], capture_output=True, text=True, check=False)
-    assert run.returncode != 0
-    assert "does not run a tokenizer.json pipeline yet" in run.stderr and "encode_batch" in run.stderr
+def _documents_on_disk(tmp_path: Path) -> tuple[list[Path], list[str]]:
+    """A plain and an xz-compressed text file (each one document) and a JSON Lines file of two records."""
+    import lzma
+
+    texts = [_texts()[0][:5000], "Another file.\n\n  Ça 123456 日本語 😀\n", "doc one", "doc two <|endoftext|> 😀"]
+    plain, packed, records = tmp_path / "a.txt", tmp_path / "b.txt.xz", tmp_path / "c.jsonl"
+    plain.write_text(texts[0], encoding="utf-8")
+    packed.write_bytes(lzma.compress(texts[1].encode("utf-8")))
+    records.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts[2:]), encoding="utf-8")
+    return [plain, packed, records], texts
+
+
+def test_the_cli_encodes_files_through_a_pipeline(tmp_path):
+    """`bpeforge encode --tokenizer tokenizer.json`: each text file whole and each record is a document, encoded
+    as `tokenizers` encodes it (its post-processor's <s> and </s> included, as Megatron's HF tokenizer adds them)."""
+    from stack_readers import megatron_indexed_dataset
+
+    inputs, texts = _documents_on_disk(tmp_path)
+    expected = [encoding.ids for encoding in _hf(FIXTURES / "roberta-base.json").encode_batch(texts)]
+    assert all(ids[0] == expected[0][0] for ids in expected)  # RobertaProcessing's <s>
+    tokenizer = ["--tokenizer", str(FIXTURES / "roberta-base.json"), *map(str, inputs)]
+    for output in (["-o", str(tmp_path / "ids.npy")], ["--format", "megatron", "-o", str(tmp_path / "meg")]):
+        run = subprocess.run(
+            [sys.executable, "-m", "bpeforge", "encode", *tokenizer, *output, "--no-progress"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+    assert np.load(tmp_path / "ids.npy").tolist() == [i for ids in expected for i in ids]
+    megatron = megatron_indexed_dataset()
+    if megatron is not None:
+        dataset = megatron.IndexedDataset(str(tmp_path / "meg"))
+        assert [dataset[i].tolist() for i in range(len(dataset))] == expected
+
+
+def test_a_pipeline_refuses_a_text_file_that_is_not_utf8(tmp_path):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9 ok".encode("latin-1"))
+    tokenizer = bpeforge.Tokenizer.from_hf(FIXTURES / "olmo2.json")
+    with pytest.raises(ValueError, match=r"latin1\.txt: not UTF-8 at byte 3"):
+        encode_files(tokenizer, [bad], tmp_path / "ids.npy", dtype="uint32", progress=False)
+    assert not (tmp_path / "ids.npy").exists()
 
 
 @pytest.mark.parametrize(

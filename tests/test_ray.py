@@ -117,6 +117,23 @@ def test_encode_of_a_dataset_equals_encoding_each_row(cluster, tokenizer, tmp_pa
     assert _document_starts(out).tolist() == np.cumsum([0] + [len(ids) for ids in encoded[:-1]]).tolist()
 
 
+def test_a_tokenizer_json_pipeline_encodes_each_file_and_row_whole(cluster, corpus, tmp_path):
+    """A pipeline's text files are whole shards (nothing says where it may cut one); rows are documents."""
+    tokenizer = bpeforge.Tokenizer.from_hf(Path(__file__).parent / "data" / "hf" / "roberta-base.json")
+    out = tmp_path / "files"
+    result = bray.encode(corpus, tokenizer, out, address=cluster, shard_bytes=SHARD)
+    assert result.shards == len(corpus)
+    texts = [gzip.decompress(p.read_bytes()).decode() if p.suffix == ".gz" else p.read_text() for p in corpus]
+    encoded = tokenizer.encode_batch(texts)
+    assert encoded[0][0] == tokenizer.token_to_id("<s>")  # the post-processor's, as tokenizers adds it
+    assert _concatenated(out).tolist() == [i for ids in encoded for i in ids]
+    assert _document_starts(out).tolist() == np.cumsum([0] + [len(ids) for ids in encoded[:-1]]).tolist()
+    documents = [_text(seed, 30) for seed in range(40)]
+    rows = ray.data.from_items([{"text": doc} for doc in documents], override_num_blocks=3)
+    bray.encode(rows, tokenizer, tmp_path / "rows", address=cluster)
+    assert _concatenated(tmp_path / "rows").tolist() == [i for ids in tokenizer.encode_batch(documents) for i in ids]
+
+
 def test_a_worker_killed_mid_shard_is_retried_and_the_output_is_exact(cluster, corpus, tokenizer, tmp_path):
     # A FIFO holds one shard's task inside its read until the worker is killed
     # and Ray's retry opens it again; then the text is written to it.

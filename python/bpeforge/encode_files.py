@@ -36,6 +36,7 @@ from bpeforge.inputs import (
     kind,
     parquet_texts,
     warn_skipped,
+    whole_text,
 )
 from bpeforge.progress import ProgressBars, progress_bars
 from bpeforge.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
@@ -119,13 +120,14 @@ def encode_files(
         return EncodeStats(counter.done, token_writer.tokens, elapsed, len(files), len(records.skipped))
     writer = NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded)
     files = list(files) if files is not None else expand(inputs, glob)
-    segments = list(_segments(files, one_per_text_file=separator is not None))
+    pipeline = runs_pipeline(tokenizer)
+    segments = list(_segments(files, one_per_text_file=separator is not None or pipeline))
     with writer:
         rate = lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s"  # noqa: E731
         with progress_bars(progress, rate) as bars:
             counter = _ByteCounter(bars, _plain_size(files))
             for source_kind, paths in segments:
-                if source_kind == "text":
+                if source_kind == "text" and not pipeline:
                     sources = [os.fspath(path) for path in paths]
 
                     def append(fd: int, offset: int, sources: list[str] = sources) -> int:
@@ -197,7 +199,7 @@ def encode_documents(
     appends a text file's ids into the writer's file (`output` names it in errors); records come a batch at
     a time."""
     for source_kind, paths in _segments(files, one_per_text_file=True):
-        if source_kind == "text":
+        if source_kind == "text" and not runs_pipeline(tokenizer):
             source = [os.fspath(paths[0])]
 
             def append(fd: int, offset: int, source: list[str] = source) -> int:
@@ -224,7 +226,14 @@ def _segments(files: Sequence[Path], *, one_per_text_file: bool) -> Iterator[tup
             yield from ((source_kind, [path]) for path in paths)
 
 
+def runs_pipeline(tokenizer: Tokenizer) -> bool:
+    """A tokenizer.json pipeline (`Tokenizer.from_hf`): its text files are encoded whole, as documents."""
+    return getattr(tokenizer, "runs_pipeline", False)
+
+
 def _documents(path: Path, source_kind: str, records: RecordOptions) -> Iterator[str]:
+    if source_kind == "text":
+        return iter([whole_text(path)])
     return jsonl_texts(path, records) if source_kind == "jsonl" else parquet_texts(path, records.text_column)
 
 

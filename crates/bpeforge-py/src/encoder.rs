@@ -226,7 +226,7 @@ const LIST_CHECK_IDS: usize = 4 << 20;
 /// pipelined no better on 20news (208-231 MB/s on 2 threads either way) and
 /// worse on multilingual text (112 against 125-131 MB/s: more tails where one
 /// worker waits for the other's long document).
-const BATCH_CHECK_BYTES: usize = 4 << 20;
+pub(crate) const BATCH_CHECK_BYTES: usize = 4 << 20;
 
 #[pymethods]
 impl PyEncoder {
@@ -515,7 +515,7 @@ impl PyEncoder {
 
 /// `texts` in consecutive groups of about `bytes` each (at least one text a
 /// group; `BatchText::weight` for each text's bytes).
-fn groups_by_weight<T: BatchText>(texts: &[T], bytes: usize) -> impl Iterator<Item = &[T]> {
+pub(crate) fn groups_by_weight<T: BatchText>(texts: &[T], bytes: usize) -> impl Iterator<Item = &[T]> {
     let mut rest = texts;
     std::iter::from_fn(move || {
         if rest.is_empty() {

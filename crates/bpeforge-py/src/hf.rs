@@ -5,16 +5,18 @@
 
 use bpeforge::{HfTokenizer, Workspace};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList};
-use rayon::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 
+use crate::encoder::{groups_by_weight, BATCH_CHECK_BYTES};
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::pools::{detached_on, pool_for};
+use crate::text::{worker_utf8, LastTranscoded, WorkerErrors, WorkerUtf8};
 
 #[pyclass(frozen, module = "bpeforge._core", name = "HfPipeline")]
 pub struct PyHfPipeline {
     inner: HfTokenizer,
+    last_transcoded: LastTranscoded,
 }
 
 impl PyHfPipeline {
@@ -22,30 +24,37 @@ impl PyHfPipeline {
         py.detach(|| self.inner.encode(text, add_special_tokens)).map_err(to_py_err)
     }
 
-    /// Each text's ids, in parallel on the call's threads.
+    /// All the texts' ids in one array and where each text's end, as the
+    /// encoder's own batches give them (`Encoder::encode_batch_into_by`):
+    /// the `str`s borrowed, each worker's state and buffers kept from text
+    /// to text, no `Vec` a text.
     fn encode_all(
         &self,
         py: Python<'_>,
-        texts: &[String],
+        texts: &[Bound<'_, PyString>],
         num_threads: Option<usize>,
         add_special_tokens: bool,
-    ) -> PyResult<Vec<Vec<u32>>> {
+    ) -> PyResult<(Vec<u32>, Vec<usize>)> {
+        let errors = WorkerErrors::default();
+        let texts = worker_utf8(texts, &self.last_transcoded, &errors)?;
+        let (inner, encoder) = (&self.inner, self.inner.encoder());
+        // Room for the whole batch at once, as the encoder's own batches take it (grown text by text,
+        // it was copied and its new pages faulted in on every call).
+        let room = texts.iter().map(WorkerUtf8::id_room_bytes).sum::<usize>();
+        let mut all = bpeforge::ids_buffer(room + texts.len() * self.inner.special_ids_per_text() * 2);
+        let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
         let pool = pool_for(num_threads)?;
-        let inner = &self.inner;
-        let run = || {
-            texts
-                .par_iter()
-                .map_init(
-                    || (Workspace::default(), inner.encoder().map(|encoder| encoder.pooled_state())),
-                    |(work, state), text| {
-                        let mut ids = Vec::with_capacity(text.len() / 3 + 4);
-                        inner.encode_into(text, add_special_tokens, work, state.as_deref_mut(), &mut ids)?;
-                        Ok(ids)
-                    },
-                )
-                .collect::<Result<Vec<_>, bpeforge::Error>>()
-        };
-        detached_on(py, &pool, run).map_err(to_py_err)
+        for group in groups_by_weight(&texts, BATCH_CHECK_BYTES) {
+            let run = || {
+                encoder.encode_batch_into_by(group, &mut all, &mut ends, |text, state, work: &mut Workspace, out| {
+                    inner.encode_into(text, add_special_tokens, work, state, out)
+                })
+            };
+            // A worker's Python error (a lone surrogate) is the one to raise.
+            detached_on(py, &pool, run).map_err(|error| errors.take().unwrap_or_else(|| to_py_err(error)))?;
+            py.check_signals()?;
+        }
+        Ok((all, ends))
     }
 }
 
@@ -55,7 +64,7 @@ impl PyHfPipeline {
     #[new]
     fn new(py: Python<'_>, json: &str) -> PyResult<Self> {
         let inner = py.detach(|| HfTokenizer::from_json(json)).map_err(to_py_err)?;
-        Ok(Self { inner })
+        Ok(Self { inner, last_transcoded: LastTranscoded::default() })
     }
 
     #[pyo3(signature = (text, add_special_tokens=true))]
@@ -72,11 +81,13 @@ impl PyHfPipeline {
     fn encode_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'_, PyString>>,
         num_threads: Option<usize>,
         add_special_tokens: bool,
     ) -> PyResult<Vec<Vec<u32>>> {
-        self.encode_all(py, &texts, num_threads, add_special_tokens)
+        let (all, ends) = self.encode_all(py, &texts, num_threads, add_special_tokens)?;
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        Ok(starts.zip(ends.iter().copied()).map(|(start, end)| all[start..end].to_vec()).collect())
     }
 
     /// All ids in one array and the int64 offsets of each text's ids (a little-endian bytearray).
@@ -84,19 +95,19 @@ impl PyHfPipeline {
     fn encode_batch_to_arrays<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'py, PyString>>,
         num_threads: Option<usize>,
         add_special_tokens: bool,
     ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
-        let lists = self.encode_all(py, &texts, num_threads, add_special_tokens)?;
-        let mut all = Vec::with_capacity(lists.iter().map(Vec::len).sum());
-        let mut offsets = Vec::with_capacity((lists.len() + 1) * 8);
-        offsets.extend_from_slice(&0i64.to_le_bytes());
-        for ids in lists {
-            all.extend_from_slice(&ids);
-            offsets.extend_from_slice(&(all.len() as i64).to_le_bytes());
-        }
-        Ok((IdArray::new(all), PyByteArray::new(py, &offsets)))
+        let (all, ends) = self.encode_all(py, &texts, num_threads, add_special_tokens)?;
+        let offsets = std::iter::once(0).chain(ends.iter().map(|&end| end as i64));
+        let offsets = PyByteArray::new_with(py, (ends.len() + 1) * 8, |buffer| {
+            for (chunk, offset) in buffer.chunks_exact_mut(8).zip(offsets) {
+                chunk.copy_from_slice(&offset.to_le_bytes());
+            }
+            Ok(())
+        })?;
+        Ok((IdArray::new(all), offsets))
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {

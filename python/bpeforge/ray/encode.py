@@ -30,11 +30,12 @@ from pathlib import Path
 import numpy as np
 import ray
 
-from bpeforge.encode_files import choose_dtype, stack_separator
+from bpeforge.encode_files import choose_dtype, runs_pipeline, stack_separator
 from bpeforge.formats import token_files
 from bpeforge.formats.atomic import check_apart_from_inputs, check_output, write_text_atomically
 from bpeforge.formats.gpt2 import read_json
 from bpeforge.formats.npy import NpyWriter
+from bpeforge.inputs import whole_text
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all
@@ -98,7 +99,8 @@ def encode(
         shards, blocks = row_blocks(inputs, text_column)
     else:
         blocks = None
-        shards = plan_files(normalize_paths(inputs), tokenizer.special_tokens, tokenizer.pattern, shard_bytes, glob)
+        paths, specials, whole_files = normalize_paths(inputs), tokenizer.special_tokens, runs_pipeline(tokenizer)
+        shards = plan_files(paths, specials, tokenizer.pattern, shard_bytes, glob, whole_files=whole_files)
         _refuse_records(shards)
     job = {"format": FORMAT, "version": VERSION, "tokenizer": fingerprint(tokenizer), "dtype": dtype}
     job.update(shard_bytes=None if blocks else shard_bytes, inputs=input_stamps(shards))
@@ -140,6 +142,8 @@ def fingerprint(tokenizer: Tokenizer) -> str:
     for left, right in tokenizer.merges:
         digest.update(b"m%d:%d:" % (len(left), len(right)) + left + right)
     digest.update(json.dumps([tokenizer.special_tokens, tokenizer.pattern]).encode())
+    if runs_pipeline(tokenizer):
+        digest.update(tokenizer._hf_json.encode())  # the normalizer, pre-tokenizers, post-processor too
     return digest.hexdigest()
 
 
@@ -229,7 +233,11 @@ def _encode_shard(shard: Shard, block, column: str, box: list, key: str, dtype: 
 
 def _encode_text(tokenizer: Tokenizer, shard: Shard, writer: NpyWriter) -> np.ndarray:
     """A text shard's ids; a document starts at its file's start and after each
-    special token (at the shard's end if the next shard starts one)."""
+    special token (at the shard's end if the next shard starts one). A pipeline's
+    shard is a whole file, one document."""
+    if runs_pipeline(tokenizer):
+        writer.write(tokenizer.encode_to_numpy(whole_text(Path(shard.source))).astype(writer.dtype).tobytes())
+        return np.zeros(1, dtype=np.uint64)
     special_ids = [tokenizer.token_to_id(token) for token in tokenizer.special_tokens]
     starts = [np.zeros(1 if shard.start in (None, 0) else 0, dtype=np.uint64)]
 
@@ -244,6 +252,10 @@ def _encode_text(tokenizer: Tokenizer, shard: Shard, writer: NpyWriter) -> np.nd
 
 def _encode_rows(tokenizer: Tokenizer, texts: list[str], writer: NpyWriter) -> np.ndarray:
     """A Dataset block's ids: each row is a document, following the previous one."""
+    if runs_pipeline(tokenizer):
+        ids, offsets = tokenizer.encode_batch_to_numpy(texts, 1)
+        writer.write(ids.astype(writer.dtype).tobytes())
+        return offsets[:-1].astype(np.uint64)
     packed = tokenizer._core.encode_batch_packed(texts, writer.itemsize, 1)
     lengths = np.array([len(ids) // writer.itemsize for ids in packed], dtype=np.uint64)
     writer.write(b"".join(packed))

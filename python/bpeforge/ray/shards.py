@@ -54,15 +54,19 @@ def plan_files(
     pattern: str,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     glob: str | None = None,
+    *,
+    whole_files: bool = False,
 ) -> list[Shard]:
-    """Shards of `paths` (directories searched as `bpeforge train` does), in order."""
+    """Shards of `paths` (directories searched as `bpeforge train` does), in order; with `whole_files`, a
+    text file is one shard (a tokenizer.json pipeline says nowhere where a file may be cut)."""
     if shard_bytes < 1:
         raise ValueError(f"shard_bytes must be at least 1, got {shard_bytes}")
     shards: list[Shard] = []
     for path in expand(paths, glob):
         # Stamped before it is read: a file that changes while it is planned or read is seen as changed next time.
         stat = os.stat(path)
-        for source in _file_shards(path, special_tokens, pattern, shard_bytes):
+        sources = [(os.fspath(path), None, None, kind(path))] if whole_files else None
+        for source in sources or _file_shards(path, special_tokens, pattern, shard_bytes):
             shards.append(Shard(len(shards), *source, size=stat.st_size, mtime_ns=stat.st_mtime_ns))
     return shards
 

@@ -75,6 +75,22 @@ impl Encoder {
         out: &mut Vec<u32>,
         ends: &mut Vec<usize>,
     ) -> Result<(), Error> {
+        self.encode_batch_into_by(texts, out, ends, |text, state, _: &mut (), out| {
+            self.encode_allowing(text, allowed, state, out)
+        })
+    }
+
+    /// `encode_batch_into` with each text's ids appended by `encode_text`
+    /// (given the worker's state and buffers `W` it keeps from text to text):
+    /// for a `tokenizer.json` pipeline, whose own steps run around the
+    /// encoder's (`piece_ends.rs`).
+    pub fn encode_batch_into_by<T: BatchText, W: Default + Send>(
+        &self,
+        texts: &[T],
+        out: &mut Vec<u32>,
+        ends: &mut Vec<usize>,
+        encode_text: impl Fn(&str, &mut EncodeState, &mut W, &mut Vec<u32>) -> Result<(), Error> + Sync,
+    ) -> Result<(), Error> {
         self.share_if_parallel(texts.len());
         let weights = text_weights(texts);
         let states = worker_states(texts.len(), || self.pooled_state());
@@ -92,18 +108,18 @@ impl Encoder {
                 if worker == 0 {
                     ids.write_in_order_to(std::mem::take(out));
                 }
-                (state, ids, String::new())
+                (state, ids, String::new(), W::default())
             })
             .collect();
-        let result = run_with_affinity(&mut workers, &weights, |(state, ids, utf8), i| {
+        let result = run_with_affinity(&mut workers, &weights, |(state, ids, utf8, buffers), i| {
             let text = texts[i].utf8(utf8)?;
             ids.record(i, |out| {
                 out.reserve(text.len() / 2 + 16);
-                self.encode_allowing(text, allowed, state, out)
+                encode_text(text, state, buffers, out)
             })
         });
         let (mut states, mut written): (Vec<_>, Vec<WorkerIds>) =
-            workers.into_iter().map(|(state, ids, _)| (state, ids)).unzip();
+            workers.into_iter().map(|(state, ids, _, _)| (state, ids)).unzip();
         match result {
             Ok(_) => append_in_text_order(out, &mut written, texts.len(), ends),
             Err(_) => {

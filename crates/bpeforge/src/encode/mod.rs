@@ -15,7 +15,8 @@
 //!
 //! Here the `Encoder`, its tables and single calls; `pieces.rs` the lookup path
 //! of a document's pieces; `piece_batch.rs` a batch of pieces packed, hashed and
-//! prefetched ahead of its lookups; `parts.rs` long pieces cut where no merge
+//! prefetched ahead of its lookups; `piece_ends.rs` pieces a caller cut
+//! (a `tokenizer.json` pipeline's); `parts.rs` long pieces cut where no merge
 //! joins; `batch.rs` the many-text API; `allowed_specials.rs` tiktoken's
 //! special-token policy; `state.rs` what a thread keeps between calls;
 //! `files.rs` whole files in parallel.
@@ -30,6 +31,7 @@ pub(crate) mod files;
 mod flat_batch;
 mod parts;
 mod piece_batch;
+mod piece_ends;
 mod pieces;
 mod state;
 

@@ -92,14 +92,18 @@ impl AddedVocabulary {
         self.by_id.get(&id).map(|&index| &self.tokens[index])
     }
 
-    /// `text` cut at the added tokens with `normalized: false`.
-    pub fn split_raw<'t>(&self, text: &'t str, out: &mut Vec<Segment<'t>>) {
-        split(self.raw.as_ref(), text, out)
+    /// Each stretch of `text` and added token with `normalized: false`, in order.
+    pub fn for_each_raw<'t, E>(&self, text: &'t str, visit: impl FnMut(Segment<'t>) -> Result<(), E>) -> Result<(), E> {
+        split(self.raw.as_ref(), text, visit)
     }
 
-    /// Normalized `text` cut at the added tokens with `normalized: true`.
-    pub fn split_normalized<'t>(&self, text: &'t str, out: &mut Vec<Segment<'t>>) {
-        split(self.normalized.as_ref(), text, out)
+    /// Each stretch of normalized `text` and added token with `normalized: true`, in order.
+    pub fn for_each_normalized<'t, E>(
+        &self,
+        text: &'t str,
+        visit: impl FnMut(Segment<'t>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        split(self.normalized.as_ref(), text, visit)
     }
 }
 
@@ -132,14 +136,18 @@ impl Pass {
     }
 }
 
-/// `find_matches` of `tokenizers`' `AddedVocabulary`, empty stretches left out.
-fn split<'t>(pass: Option<&Pass>, text: &'t str, out: &mut Vec<Segment<'t>>) {
-    out.clear();
+/// `find_matches` of `tokenizers`' `AddedVocabulary`, empty stretches left
+/// out, each given to `visit` as it is found.
+fn split<'t, E>(
+    pass: Option<&Pass>,
+    text: &'t str,
+    mut visit: impl FnMut(Segment<'t>) -> Result<(), E>,
+) -> Result<(), E> {
     let Some(pass) = pass else {
         if !text.is_empty() {
-            out.push(Segment::Text(text));
+            visit(Segment::Text(text))?;
         }
-        return;
+        return Ok(());
     };
     let mut taken = 0;
     for found in pass.automaton.find_iter(text) {
@@ -162,20 +170,21 @@ fn split<'t>(pass: Option<&Pass>, text: &'t str, out: &mut Vec<Segment<'t>>) {
             stop += text[stop..].chars().take_while(|&ch| SPACE.contains(ch)).map(char::len_utf8).sum::<usize>();
         }
         if taken < start {
-            out.push(Segment::Text(&text[taken..start]));
+            visit(Segment::Text(&text[taken..start]))?;
         }
         // A match whose spaces an earlier one took (a token of spaces with lstrip and rstrip) is left
         // empty, and `tokenizers` drops empty pieces, its token with them.
         if start < stop {
-            out.push(Segment::Token(token.id));
+            visit(Segment::Token(token.id))?;
         }
         // As in `tokenizers`, even when this match lies inside the spaces an earlier rstrip took: the text
         // after it is then read again.
         taken = stop;
     }
     if taken < text.len() {
-        out.push(Segment::Text(&text[taken..]));
+        visit(Segment::Text(&text[taken..]))?;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -197,13 +206,15 @@ mod tests {
     fn cut(tokens: Vec<AddedToken>, text: &str) -> Vec<String> {
         let vocabulary = AddedVocabulary::new(tokens, None).unwrap();
         let mut out = Vec::new();
-        vocabulary.split_raw(text, &mut out);
-        out.iter()
-            .map(|segment| match segment {
+        let cut = vocabulary.for_each_raw(text, |segment| {
+            out.push(match segment {
                 Segment::Text(text) => text.to_string(),
                 Segment::Token(id) => format!("<{id}>"),
-            })
-            .collect()
+            });
+            Ok::<(), ()>(())
+        });
+        cut.unwrap();
+        out
     }
 
     #[test]

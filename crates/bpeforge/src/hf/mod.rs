@@ -12,11 +12,16 @@
 //! 5. with `add_special_tokens`, the post-processor's ids go around the
 //!    result (`post_processors`).
 //!
-//! A pipeline that amounts to one of bpeforge's presets (a Split on a
-//! preset's regex, or ByteLevel's own regex, and no prefix space) runs steps
-//! 3-4 on the `Encoder`: its scanner and piece cache. Whatever a file holds
-//! that is not run exactly as `tokenizers` runs it is refused when loading,
-//! naming the component (`json::refuse`).
+//! Step 4 runs on an `Encoder` of the model's vocabulary: each piece is looked
+//! up in its caches and merged only when they lack it (`piece_buffer`,
+//! `Encoder::encode_piece_ends`). A pipeline that amounts to one of
+//! bpeforge's presets (a Split on a preset's regex, or ByteLevel's own regex,
+//! and no prefix space) runs step 3 on the encoder's scanner too; any other
+//! runs its steps (`pre_tokenizers`) into a buffer of pieces first.
+//! `ignore_merges` takes out the pieces that are tokens the merges do not
+//! make (`whole_tokens`). Whatever a file holds that is not run exactly as
+//! `tokenizers` runs it is refused when loading, naming the component
+//! (`json::refuse`).
 
 mod added_tokens;
 mod affix_bpe;
@@ -25,10 +30,12 @@ mod decoders;
 mod json;
 mod model;
 mod normalizers;
+mod piece_buffer;
 mod post_processors;
 mod pre_tokenizers;
 mod regexes;
 mod split;
+mod whole_tokens;
 
 use std::borrow::Cow;
 
@@ -39,13 +46,15 @@ pub use added_tokens::AddedToken;
 use added_tokens::{AddedVocabulary, Segment};
 use model::BpeModel;
 use normalizers::Normalizer;
+use piece_buffer::{CutBuffers, PieceBuffer};
 use post_processors::PostProcessor;
 use pre_tokenizers::PreTokenizer;
+use whole_tokens::WholeTokens;
 
 use crate::bpe::vocab::Vocabulary;
-use crate::bpe::{encode_piece, Scratch};
 use crate::encode::{EncodeState, Encoder};
 use crate::error::Error;
+use crate::pretokenize::pattern::Pattern;
 
 pub struct HfTokenizer {
     normalizer: Option<Normalizer>,
@@ -53,15 +62,20 @@ pub struct HfTokenizer {
     pre_tokenizer: PreTokenizer,
     model: BpeModel,
     post: PostProcessor,
-    /// Steps 3-4 on the encoder, for pipelines that amount to a preset.
-    fast: Option<Encoder>,
+    /// Step 4 (and 3, when `scanned`) on its caches.
+    encoder: Encoder,
+    /// Whether the encoder's scanner cuts the pieces (a preset's pipeline).
+    scanned: bool,
+    /// With `ignore_merges`, the tokens the merges do not make.
+    whole_tokens: Option<WholeTokens>,
     byte_table: ByteTable,
 }
 
-/// Buffers one call reuses from stretch to stretch.
+/// Buffers one worker reuses from stretch to stretch.
 #[derive(Default)]
 pub struct Workspace {
-    scratch: Scratch,
+    pieces: PieceBuffer,
+    cuts: CutBuffers,
 }
 
 impl HfTokenizer {
@@ -89,65 +103,73 @@ impl HfTokenizer {
         let model = BpeModel::parse(model_json)?;
         let tokens = added_tokens_with_ids(doc.get("added_tokens"), model_json)?;
         let added = AddedVocabulary::new(tokens, normalizer.as_ref())?;
-        let fast = match pre_tokenizer.single_preset() {
-            Some(pattern)
-                if model.dropped.is_none()
-                    && model.affixed.is_none()
-                    && (!model.ignore_merges || merges_rebuild_every_token(&model.vocab)) =>
-            {
-                Some(Encoder::new(model.vocab.clone(), &[], pattern.clone())?)
-            }
-            _ => None,
-        };
-        Ok(Self { normalizer, added, pre_tokenizer, model, post, fast, byte_table: ByteTable::new() })
+        let preset = pre_tokenizer.single_preset().filter(|_| model.dropped.is_none() && model.affixed.is_none());
+        let scanned = preset.is_some();
+        // Without the scanner the pattern only chooses the tokens planted in the tables (`seeds.rs`).
+        let pattern = preset.or_else(|| pre_tokenizer.first_preset()).cloned().unwrap_or(Pattern::Gpt2);
+        let encoder = Encoder::new(model.vocab.clone(), &[], pattern)?;
+        let whole_tokens =
+            if model.ignore_merges && model.affixed.is_none() { WholeTokens::of(&model.vocab) } else { None };
+        if model.affixed.is_none() {
+            // Here, when the tokenizer is built, so that no call waits for it.
+            encoder.seed_tables();
+        }
+        Ok(Self {
+            normalizer,
+            added,
+            pre_tokenizer,
+            model,
+            post,
+            encoder,
+            scanned,
+            whole_tokens,
+            byte_table: ByteTable::new(),
+        })
     }
 
     /// The ids of `text`; with `add_special_tokens`, the post-processor's around them.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, Error> {
         let mut out = Vec::with_capacity(text.len() / 3 + 4);
-        let mut state = self.fast.as_ref().map(Encoder::pooled_state);
-        self.encode_into(text, add_special_tokens, &mut Workspace::default(), state.as_deref_mut(), &mut out)?;
+        let mut state = self.encoder.pooled_state();
+        self.encode_into(text, add_special_tokens, &mut Workspace::default(), &mut state, &mut out)?;
         Ok(out)
     }
 
-    /// `encode`, appending to `out` with buffers (and the encoder's state, for
-    /// a fast pipeline) kept by the caller.
+    /// `encode`, appending to `out` with buffers and the encoder's state
+    /// kept by the caller (`Encoder::encode_batch_into_by`).
     pub fn encode_into(
         &self,
         text: &str,
         add_special_tokens: bool,
         work: &mut Workspace,
-        mut state: Option<&mut EncodeState>,
+        state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) -> Result<(), Error> {
         let start = out.len();
-        let mut raw = Vec::new();
-        self.added.split_raw(text, &mut raw);
-        for segment in raw {
-            let stretch = match segment {
-                Segment::Token(id) => {
-                    out.push(id);
-                    continue;
-                }
-                Segment::Text(stretch) => stretch,
-            };
-            let normalized = match &self.normalizer {
-                Some(normalizer) => normalizer.normalize(Cow::Borrowed(stretch)),
-                None => Cow::Borrowed(stretch),
-            };
-            let mut normalized_segments = Vec::new();
-            self.added.split_normalized(&normalized, &mut normalized_segments);
-            for segment in &normalized_segments {
-                match *segment {
-                    Segment::Token(id) => out.push(id),
-                    Segment::Text(stretch) => self.encode_stretch(stretch, work, state.as_deref_mut(), out)?,
-                }
-            }
-        }
+        self.encoder.in_call(state, |state| {
+            self.added.for_each_raw(text, |segment| {
+                let stretch = match segment {
+                    Segment::Token(id) => {
+                        out.push(id);
+                        return Ok(());
+                    }
+                    Segment::Text(stretch) => stretch,
+                };
+                let normalized = match &self.normalizer {
+                    Some(normalizer) => normalizer.normalize(Cow::Borrowed(stretch)),
+                    None => Cow::Borrowed(stretch),
+                };
+                self.added.for_each_normalized(&normalized, |segment| match segment {
+                    Segment::Token(id) => {
+                        out.push(id);
+                        Ok(())
+                    }
+                    Segment::Text(stretch) => self.encode_stretch(stretch, work, state, out),
+                })
+            })
+        })?;
         if add_special_tokens {
-            let mut ids = out.split_off(start);
-            self.post.apply(&mut ids);
-            out.extend_from_slice(&ids);
+            self.post.apply_from(out, start);
         }
         Ok(())
     }
@@ -157,31 +179,58 @@ impl HfTokenizer {
         &self,
         stretch: &str,
         work: &mut Workspace,
-        state: Option<&mut EncodeState>,
+        state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) -> Result<(), Error> {
-        if let (Some(encoder), Some(state)) = (&self.fast, state) {
-            return encoder.encode_with(stretch, state, out);
+        let encoder = &self.encoder;
+        if self.scanned {
+            let Some(whole_tokens) = &self.whole_tokens else {
+                return encoder.encode_scanned(stretch, state, out);
+            };
+            let (bytes, mut from) = (stretch.as_bytes(), 0);
+            return encoder.pattern().for_each_batch(stretch, |ends| {
+                self.encode_pieces(bytes, from, ends, whole_tokens, state, out);
+                from = ends[ends.len() - 1];
+            });
         }
-        let vocab = &self.model.vocab;
-        let ignore_merges = self.model.ignore_merges;
-        let mut kept = Vec::new();
-        self.pre_tokenizer.pre_tokenize(stretch, |piece| {
-            if let Some(affixed) = &self.model.affixed {
-                return affixed.encode(piece, ignore_merges, out);
+        let pieces = &mut work.pieces;
+        self.pre_tokenizer.pre_tokenize(stretch, pieces, &mut work.cuts, self.model.dropped.as_deref())?;
+        match (&self.model.affixed, &self.whole_tokens) {
+            (Some(affixed), _) => {
+                pieces.pieces().for_each(|piece| affixed.encode(piece, self.model.ignore_merges, out));
             }
-            if let Some(whole) = vocab.id(piece).filter(|_| ignore_merges) {
-                return out.push(whole);
+            (None, Some(whole_tokens)) => self.encode_pieces(&pieces.bytes, 0, &pieces.ends, whole_tokens, state, out),
+            (None, None) => encoder.encode_piece_ends(&pieces.bytes, 0, &pieces.ends, state, out),
+        }
+        Ok(())
+    }
+
+    /// `Encoder::encode_piece_ends`, with the pieces that are `whole_tokens`
+    /// given their token instead.
+    fn encode_pieces(
+        &self,
+        bytes: &[u8],
+        mut from: usize,
+        ends: &[usize],
+        whole_tokens: &WholeTokens,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) {
+        let (mut start, mut group) = (from, 0);
+        for (at, &end) in ends.iter().enumerate() {
+            if let Some(id) = whole_tokens.get(&bytes[start..end]) {
+                self.encoder.encode_piece_ends(bytes, from, &ends[group..at], state, out);
+                out.push(id);
+                (from, group) = (end, at + 1);
             }
-            match &self.model.dropped {
-                Some(dropped) if piece.iter().any(|&byte| dropped[usize::from(byte)]) => {
-                    kept.clear();
-                    kept.extend(piece.iter().filter(|&&byte| !dropped[usize::from(byte)]));
-                    encode_piece(&kept, vocab, &mut work.scratch, out)
-                }
-                _ => encode_piece(piece, vocab, &mut work.scratch, out),
-            }
-        })
+            start = end;
+        }
+        self.encoder.encode_piece_ends(bytes, from, &ends[group..], state, out);
+    }
+
+    /// The most ids the post-processor adds to a text.
+    pub fn special_ids_per_text(&self) -> usize {
+        self.post.added()
     }
 
     /// The bytes of `ids`, as the ByteLevel decoder gives them.
@@ -223,14 +272,14 @@ impl HfTokenizer {
         &self.model.vocab
     }
 
-    /// Whether steps 3-4 run on the encoder's scanner and cache.
+    /// Whether step 3 runs on the encoder's scanner (step 4 always runs on its caches).
     pub fn is_fast(&self) -> bool {
-        self.fast.is_some()
+        self.scanned
     }
 
-    /// The encoder of a fast pipeline, for callers that keep its state across texts.
-    pub fn encoder(&self) -> Option<&Encoder> {
-        self.fast.as_ref()
+    /// The encoder whose caches merge the pieces, for callers that keep its state across texts.
+    pub fn encoder(&self) -> &Encoder {
+        &self.encoder
     }
 }
 
@@ -271,16 +320,4 @@ fn added_tokens_with_ids(json: Option<&Value>, model: &Value) -> Result<Vec<Adde
         tokens.push(token);
     }
     Ok(tokens)
-}
-
-/// Whether every token of `vocab` is what the merges make of its own bytes:
-/// then `ignore_merges` changes no id.
-fn merges_rebuild_every_token(vocab: &Vocabulary) -> bool {
-    let mut scratch = Scratch::default();
-    let mut ids = Vec::new();
-    vocab.tokens().all(|(id, bytes)| {
-        ids.clear();
-        encode_piece(bytes, vocab, &mut scratch, &mut ids);
-        ids.len() == 1 && ids[0] == id
-    })
 }

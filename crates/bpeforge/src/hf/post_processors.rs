@@ -53,9 +53,15 @@ impl PostProcessor {
         }
     }
 
-    pub fn apply(&self, ids: &mut Vec<u32>) {
+    /// How many ids it adds to a text.
+    pub fn added(&self) -> usize {
+        self.prefix.len() + self.suffix.len()
+    }
+
+    /// Its ids around those of `ids` from `start` on (one text's, in a batch's array).
+    pub fn apply_from(&self, ids: &mut Vec<u32>, start: usize) {
         if !self.prefix.is_empty() {
-            ids.splice(0..0, self.prefix.iter().copied());
+            ids.splice(start..start, self.prefix.iter().copied());
         }
         ids.extend_from_slice(&self.suffix);
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::char_classes::is_punctuation;
 use super::json::{field_bool, kind, refuse};
 use super::normalizers::pattern;
+use super::piece_buffer::{CutBuffers, PieceBuffer};
 use super::regexes::Matcher;
 use super::split::{char_matches, events, pieces, Behavior};
 use crate::error::Error;
@@ -74,45 +75,104 @@ impl PreTokenizer {
         }
     }
 
-    /// Call `visit` with each piece of `text`, in order, as the bytes the BPE merges.
-    pub fn pre_tokenize(&self, text: &str, mut visit: impl FnMut(&[u8])) -> Result<(), Error> {
-        if let Some(preset) = self.single_preset() {
-            // The same pieces, straight from the scanner, without a string a step.
-            return preset.for_each_piece(text, |piece| visit(piece.as_bytes()));
+    /// The preset of the first Split on one, if any (the tokens planted in
+    /// the encoder's tables are those one piece of it can be, `seeds.rs`).
+    pub fn first_preset(&self) -> Option<&Pattern> {
+        self.steps.iter().find_map(|step| match step {
+            Step::Split { pattern: Matcher::Preset(preset), .. } => Some(preset),
+            _ => None,
+        })
+    }
+
+    /// The pieces of `text` in `out` (emptied first), as the bytes the BPE
+    /// merges, without the bytes `dropped` marks.
+    pub fn pre_tokenize(
+        &self,
+        text: &str,
+        out: &mut PieceBuffer,
+        cuts: &mut CutBuffers,
+        dropped: Option<&[bool; 256]>,
+    ) -> Result<(), Error> {
+        out.clear();
+        if text.is_empty() {
+            return Ok(());
         }
-        let mut current: Vec<String> = vec![text.to_string()];
-        let mut next = Vec::new();
-        let mut found = Vec::new();
-        for step in &self.steps {
-            for piece in &current {
-                if let Step::ByteLevel { add_prefix_space, regex } = step {
-                    let spaced;
-                    let piece = if *add_prefix_space && !piece.starts_with(' ') {
-                        spaced = format!(" {piece}");
-                        &spaced
-                    } else {
-                        piece
-                    };
-                    let spell = |part: &str| part.bytes().map(|byte| self.byte_chars[usize::from(byte)]).collect();
-                    match regex {
-                        Some(gpt2) => gpt2.for_each_piece(piece, |part| next.push(spell(part)))?,
-                        None => next.push(spell(piece)),
-                    }
-                    continue;
-                }
-                for (start, end) in step.cut(piece, &mut found)? {
-                    next.push(piece[start..end].to_string());
-                }
+        let at = self.steps.iter().position(|step| matches!(step, Step::ByteLevel { .. }));
+        let at = at.expect("parse keeps one ByteLevel step");
+        let Step::ByteLevel { add_prefix_space, regex } = &self.steps[at] else { unreachable!() };
+        let mut ranges = std::mem::take(&mut cuts.ranges);
+        ranges.clear();
+        ranges.push((0, text.len()));
+        ranges = run_steps(&self.steps[..at], text, ranges, cuts)?;
+        let after = &self.steps[at + 1..];
+        let mut spaced = std::mem::take(&mut cuts.spaced);
+        let mut spelled = std::mem::take(&mut cuts.spelled);
+        let mut parts = std::mem::take(&mut cuts.next);
+        spelled.clear();
+        parts.clear();
+        for &(start, end) in &ranges {
+            let mut piece = &text[start..end];
+            if *add_prefix_space && !piece.starts_with(' ') {
+                spaced.clear();
+                spaced.push(' ');
+                spaced.push_str(piece);
+                piece = &spaced;
             }
-            std::mem::swap(&mut current, &mut next);
-            next.clear();
+            // Without steps after it, ByteLevel's pieces go to the merges as they are;
+            // otherwise they are spelled in byte chars, which those steps cut.
+            let mut take = |part: &str| {
+                if after.is_empty() {
+                    out.push(part.as_bytes(), dropped);
+                } else {
+                    let first = spelled.len();
+                    spelled.extend(part.bytes().map(|byte| self.byte_chars[usize::from(byte)]));
+                    parts.push((first, spelled.len()));
+                }
+            };
+            match regex {
+                Some(gpt2) => gpt2.for_each_piece(piece, &mut take)?,
+                None => take(piece),
+            }
         }
-        for piece in current {
-            let bytes = self.byte_table.decode(&piece).expect("ByteLevel spelled every piece in byte chars");
-            visit(&bytes);
+        cuts.spaced = spaced;
+        cuts.next = parts;
+        if !after.is_empty() {
+            let parts = std::mem::take(&mut cuts.next);
+            let spelled_pieces = run_steps(after, &spelled, parts, cuts)?;
+            for &(start, end) in &spelled_pieces {
+                for ch in spelled[start..end].chars() {
+                    out.push_byte(
+                        self.byte_table.byte(ch).expect("ByteLevel spelled every piece in byte chars"),
+                        dropped,
+                    );
+                }
+                out.end_piece();
+            }
+            cuts.next = spelled_pieces;
         }
+        cuts.spelled = spelled;
+        cuts.ranges = ranges;
         Ok(())
     }
+}
+
+/// `ranges` of `text` cut by each of `steps` in turn.
+fn run_steps(
+    steps: &[Step],
+    text: &str,
+    mut ranges: Vec<(usize, usize)>,
+    cuts: &mut CutBuffers,
+) -> Result<Vec<(usize, usize)>, Error> {
+    let mut next = std::mem::take(&mut cuts.next);
+    for step in steps {
+        next.clear();
+        for &(start, end) in &ranges {
+            step.cut(&text[start..end], start, cuts, &mut next)?;
+        }
+        std::mem::swap(&mut ranges, &mut next);
+    }
+    cuts.next = next;
+    Ok(ranges)
 }
 
 impl Step {
@@ -144,30 +204,51 @@ impl Step {
         })
     }
 
-    /// The ranges of the pieces this step makes of `piece`, none empty.
-    fn cut(&self, piece: &str, found: &mut Vec<(usize, usize)>) -> Result<Vec<(usize, usize)>, Error> {
-        Ok(match self {
+    /// Append to `out` the ranges (moved by `offset`) of the pieces this
+    /// step makes of `piece`, none empty.
+    fn cut(
+        &self,
+        piece: &str,
+        offset: usize,
+        cuts: &mut CutBuffers,
+        out: &mut Vec<(usize, usize)>,
+    ) -> Result<(), Error> {
+        let (found, events_of) = (&mut cuts.found, &mut cuts.events);
+        let behavior = match self {
             Step::Split { pattern, behavior, invert } => {
                 pattern.find(piece, found)?;
-                pieces(&events(piece.len(), found, *invert), *behavior)
+                events(piece.len(), found, *invert, events_of);
+                *behavior
             }
             Step::Digits { individual } => {
-                let behavior = if *individual { Behavior::Isolated } else { Behavior::Contiguous };
-                pieces(&events(piece.len(), &char_matches(piece, char::is_numeric), false), behavior)
+                char_matches(piece, char::is_numeric, found);
+                events(piece.len(), found, false, events_of);
+                if *individual {
+                    Behavior::Isolated
+                } else {
+                    Behavior::Contiguous
+                }
             }
             Step::Punctuation { behavior } => {
-                pieces(&events(piece.len(), &char_matches(piece, is_punctuation), false), *behavior)
+                char_matches(piece, is_punctuation, found);
+                events(piece.len(), found, false, events_of);
+                *behavior
             }
             Step::Whitespace(regex) => {
-                let matches: Vec<(usize, usize)> =
-                    regex.find_iter(piece).filter_map(Result::ok).map(|m| (m.start(), m.end())).collect();
-                pieces(&events(piece.len(), &matches, true), Behavior::Removed)
+                found.clear();
+                found.extend(regex.find_iter(piece).filter_map(Result::ok).map(|m| (m.start(), m.end())));
+                events(piece.len(), found, true, events_of);
+                Behavior::Removed
             }
             Step::WhitespaceSplit => {
-                pieces(&events(piece.len(), &char_matches(piece, char::is_whitespace), false), Behavior::Removed)
+                char_matches(piece, char::is_whitespace, found);
+                events(piece.len(), found, false, events_of);
+                Behavior::Removed
             }
             Step::ByteLevel { .. } => unreachable!("pre_tokenize runs ByteLevel itself"),
-        })
+        };
+        pieces(events_of, behavior, offset, out);
+        Ok(())
     }
 }
 

@@ -34,79 +34,84 @@ impl Behavior {
 }
 
 /// A stretch of the text and whether it is a match.
-type Event = ((usize, usize), bool);
+pub type Event = ((usize, usize), bool);
 
 /// The stretches of a text of `len` bytes that `matches` (in order, not
 /// overlapping) make: each match, and each gap between, flagged; `invert`
-/// swaps the flags (a Split's `invert`).
-pub fn events(len: usize, matches: &[(usize, usize)], invert: bool) -> Vec<Event> {
+/// swaps the flags (a Split's `invert`). `out` is emptied first.
+pub fn events(len: usize, matches: &[(usize, usize)], invert: bool, out: &mut Vec<Event>) {
+    out.clear();
     if len == 0 {
-        return vec![((0, 0), invert)];
+        out.push(((0, 0), invert));
+        return;
     }
-    let mut events = Vec::with_capacity(matches.len() * 2 + 1);
     let mut previous = 0;
     for &(start, end) in matches {
         if previous != start {
-            events.push(((previous, start), invert));
+            out.push(((previous, start), invert));
         }
-        events.push(((start, end), !invert));
+        out.push(((start, end), !invert));
         previous = end;
     }
     if previous != len {
-        events.push(((previous, len), invert));
+        out.push(((previous, len), invert));
     }
-    events
 }
 
-/// The byte ranges of the pieces `behavior` makes of `events`, empty ones left out.
-pub fn pieces(events: &[Event], behavior: Behavior) -> Vec<(usize, usize)> {
-    let kept: Vec<(usize, usize)> = match behavior {
-        Behavior::Isolated => events.iter().map(|&(range, _)| range).collect(),
-        Behavior::Removed => events.iter().filter(|(_, is_match)| !is_match).map(|&(range, _)| range).collect(),
+/// Append to `out` the byte ranges (moved by `offset`) of the pieces
+/// `behavior` makes of `events`, empty ones left out.
+pub fn pieces(events: &[Event], behavior: Behavior, offset: usize, out: &mut Vec<(usize, usize)>) {
+    let first = out.len();
+    match behavior {
+        Behavior::Isolated => out.extend(events.iter().map(|&(range, _)| range)),
+        Behavior::Removed => out.extend(events.iter().filter(|(_, is_match)| !is_match).map(|&(range, _)| range)),
         Behavior::Contiguous => {
-            let mut out: Vec<(usize, usize)> = Vec::new();
             let mut previous_match = false;
             for &(range, is_match) in events {
-                match out.last_mut() {
+                match out[first..].last_mut() {
                     Some(last) if is_match == previous_match => last.1 = range.1,
                     _ => out.push(range),
                 }
                 previous_match = is_match;
             }
-            out
         }
         Behavior::MergedWithPrevious => {
-            let mut out: Vec<(usize, usize)> = Vec::new();
             let mut previous_match = false;
             for &(range, is_match) in events {
-                match out.last_mut() {
+                match out[first..].last_mut() {
                     Some(last) if is_match && !previous_match => last.1 = range.1,
                     _ => out.push(range),
                 }
                 previous_match = is_match;
             }
-            out
         }
         Behavior::MergedWithNext => {
-            let mut out: Vec<(usize, usize)> = Vec::new();
             let mut previous_match = false;
             for &(range, is_match) in events.iter().rev() {
-                match out.last_mut() {
+                match out[first..].last_mut() {
                     Some(last) if is_match && !previous_match => last.0 = range.0,
                     _ => out.push(range),
                 }
                 previous_match = is_match;
             }
-            out.reverse();
-            out
+            out[first..].reverse();
         }
-    };
-    kept.into_iter().filter(|(start, end)| start != end).collect()
+    }
+    let mut kept = first;
+    for at in first..out.len() {
+        let (start, end) = out[at];
+        if start != end {
+            out[kept] = (start + offset, end + offset);
+            kept += 1;
+        }
+    }
+    out.truncate(kept);
 }
 
-/// Each char of `text` for which `is_match` holds as a one-char match.
-pub fn char_matches(text: &str, is_match: impl Fn(char) -> bool) -> Vec<(usize, usize)> {
-    text.char_indices().filter(|&(_, ch)| is_match(ch)).map(|(at, ch)| (at, at + ch.len_utf8())).collect()
+/// Each char of `text` for which `is_match` holds as a one-char match, in `out` (emptied first).
+pub fn char_matches(text: &str, is_match: impl Fn(char) -> bool, out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    out.extend(text.char_indices().filter(|&(_, ch)| is_match(ch)).map(|(at, ch)| (at, at + ch.len_utf8())));
 }
 
 #[cfg(test)]
@@ -114,8 +119,11 @@ mod tests {
     use super::*;
 
     fn split(text: &str, behavior: Behavior) -> Vec<&str> {
-        let matches = char_matches(text, |ch| ch == '-');
-        pieces(&events(text.len(), &matches, false), behavior).into_iter().map(|(s, e)| &text[s..e]).collect()
+        let (mut matches, mut found, mut cut) = (Vec::new(), Vec::new(), Vec::new());
+        char_matches(text, |ch| ch == '-', &mut matches);
+        events(text.len(), &matches, false, &mut found);
+        pieces(&found, behavior, 0, &mut cut);
+        cut.into_iter().map(|(s, e)| &text[s..e]).collect()
     }
 
     #[test]

@@ -1,0 +1,62 @@
+//! `ignore_merges` on the encoder's caches: a piece that is a whole token is
+//! that token. The merges give the same for nearly every token, so the
+//! caches (which hold what the merges make of a piece) stay exact if the
+//! pieces that are tokens the merges do not rebuild (588 of Llama 3's 128 K:
+//! " việc", "ektedir", ...) are taken out before the lookups and given their
+//! token here. A bitmap over a piece's length and end bytes answers "not one
+//! of them" for nearly every piece without hashing it.
+
+use rustc_hash::FxHashMap;
+
+use crate::bpe::vocab::Vocabulary;
+use crate::bpe::{encode_piece, Scratch};
+
+const FILTER_BITS: usize = 1 << 16;
+
+pub struct WholeTokens {
+    ids: FxHashMap<Box<[u8]>, u32>,
+    /// Bit `filter_index(token)` is set for each token of `ids`.
+    filter: Box<[u64; FILTER_BITS / 64]>,
+}
+
+impl WholeTokens {
+    /// The tokens of `vocab` that its merges do not make of their own bytes;
+    /// `None` when there are none (then `ignore_merges` changes no id).
+    pub fn of(vocab: &Vocabulary) -> Option<Self> {
+        let mut scratch = Scratch::default();
+        let mut merged = Vec::new();
+        let mut ids = FxHashMap::default();
+        let mut filter = Box::new([0u64; FILTER_BITS / 64]);
+        for (id, bytes) in vocab.tokens() {
+            merged.clear();
+            encode_piece(bytes, vocab, &mut scratch, &mut merged);
+            if merged[..] != [id] {
+                let bit = filter_index(bytes);
+                filter[bit / 64] |= 1 << (bit % 64);
+                ids.insert(Box::from(bytes), id);
+            }
+        }
+        (!ids.is_empty()).then_some(Self { ids, filter })
+    }
+
+    /// The token `piece` is, when the merges would not make it.
+    #[inline(always)]
+    pub fn get(&self, piece: &[u8]) -> Option<u32> {
+        let bit = filter_index(piece);
+        if self.filter[bit / 64] & (1 << (bit % 64)) == 0 {
+            return None;
+        }
+        self.ids.get(piece).copied()
+    }
+}
+
+#[inline(always)]
+fn filter_index(piece: &[u8]) -> usize {
+    let (first, last) = match piece {
+        [] => (0, 0),
+        [first, .., last] => (*first, *last),
+        [only] => (*only, *only),
+    };
+    let mixed = (piece.len() as u32).wrapping_mul(0x9E37_79B1) ^ u32::from(first) << 8 ^ u32::from(last);
+    (mixed.wrapping_mul(0x85EB_CA6B) >> 16) as usize % FILTER_BITS
+}
