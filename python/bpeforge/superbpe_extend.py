@@ -16,12 +16,16 @@ pattern cuts a base token apart (the paper's pattern cuts numerals into groups o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from bpeforge import _core
 from bpeforge.extend import extension_specials, open_base
 from bpeforge.open_tokenizer import TokenizerSource
 from bpeforge.progress import progress_bars
 from bpeforge.train import TrainResult, result_from_core
+
+# The pattern presets' names for the encodings bpeforge ships with them, so that extend="o200k" is o200k_base.
+ENCODING_OF_PRESET = {"cl100k": "cl100k_base", "o200k": "o200k_base"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ def extend_superbpe(
     progress: bool,
 ) -> TrainResult:
     """Stage 2 on top of `base_source` until the result holds `vocab_size` tokens (see the module docstring)."""
+    if isinstance(base_source, str) and base_source in ENCODING_OF_PRESET and not Path(base_source).exists():
+        base_source = ENCODING_OF_PRESET[base_source]
     base = open_base(base_source, None)
     specials = extension_specials(base, special_tokens)
     new_specials = specials[len(base.special_tokens) :]

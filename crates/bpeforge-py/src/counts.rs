@@ -206,10 +206,12 @@ impl PyCounts {
     }
 
     /// SuperBPE's stage 2 on a table of its pieces: replay `inherited`, then
-    /// learn superword merges with HF's loop: `(vocab, merges, stats)`.
+    /// learn superword merges with HF's loop: `(vocab, merges, stats)`. With
+    /// `new_tokens`, learn until HF's vocabulary grows by that many past the
+    /// replay, whatever `vocab_size` says (extending a base tokenizer).
     #[pyo3(
         name = "_train_superwords",
-        signature = (vocab_size, inherited, max_words=4, forbid=vec![b": ".to_vec()], min_frequency=0, progress=None),
+        signature = (vocab_size, inherited, max_words=4, forbid=vec![b": ".to_vec()], min_frequency=0, progress=None, new_tokens=None),
     )]
     #[allow(clippy::too_many_arguments)]
     fn train_superwords<'py>(
@@ -221,6 +223,7 @@ impl PyCounts {
         forbid: Vec<Vec<u8>>,
         min_frequency: u64,
         progress: Option<Py<PyAny>>,
+        new_tokens: Option<usize>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let options = TrainOptions {
             tie_break: TieBreak::Hf,
@@ -234,7 +237,7 @@ impl PyCounts {
         let observer = PyObserver::new(progress);
         let counted = self.inner.clone();
         let (result, replayed, learnt) = run_detached(py, &observer, || {
-            bpeforge::train_superwords_from_counts(counted, &options, &inherited, &rules, &observer)
+            bpeforge::train_superwords_from_counts(counted, &options, &inherited, &rules, new_tokens, &observer)
         })?;
         let core = train_result_to_py(py, result)?;
         // The pieces' length in tokens with the inherited merges, and with the superwords too.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bpeforge.superbpe import STAGE1_PATTERN, SUPERWORD_PATTERN, train_superbpe
+from bpeforge.superbpe import RECIPES, train_superbpe
 from bpeforge.train import TrainResult
 
 
@@ -24,13 +24,20 @@ def add_superbpe_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--superbpe",
         type=int,
+        nargs="?",
+        const=0,
         metavar="T",
-        help="train a SuperBPE tokenizer: keep stage 1's first T merges, then learn superword tokens on whole "
-        "lines (implies --tie-break hf --documents lines; the reference's t is T+1)",
+        help="train a SuperBPE tokenizer: keep stage 1's first T merges (default: the recipe's), then learn "
+        "superword tokens on whole lines (implies --tie-break hf --documents lines; the reference's t is T+1). "
+        "With --extend BASE, give no T: stage 2 runs on top of BASE, keeping its ids",
     )
     cmd.add_argument(
-        "--superword-pattern", help="with --superbpe: stage 2's pre-tokenizer (default: the paper's digit groups)"
+        "--recipe",
+        choices=sorted(RECIPES),
+        default="paper",
+        help="with --superbpe: the recipe whose pre-tokenizers and T are the defaults (docs/superbpe.md)",
     )
+    cmd.add_argument("--superword-pattern", help="with --superbpe: stage 2's pre-tokenizer (default: the recipe's)")
     cmd.add_argument(
         "--max-words", type=int, default=4, help="with --superbpe: at most this many words a token (0: no limit)"
     )
@@ -51,10 +58,12 @@ def run_superbpe(args: argparse.Namespace, inputs: list, vocab_size: int, specia
         inputs,
         vocab_size,
         specials,
-        transition=args.superbpe,
-        pattern=args.pattern or STAGE1_PATTERN,
-        superword_pattern=args.superword_pattern or SUPERWORD_PATTERN,
+        transition=args.superbpe or None,
+        recipe=args.recipe,
+        pattern=args.pattern,
+        superword_pattern=args.superword_pattern,
         max_words=args.max_words,
+        extend=args.extend,
         min_frequency=args.min_frequency,
         num_threads=args.threads,
         progress=not args.no_progress,

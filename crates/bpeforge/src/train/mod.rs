@@ -270,13 +270,15 @@ fn train_hf(
 
 /// SuperBPE's stage 2 from a count table of its pieces (`superword.rs`):
 /// replay `inherited` (stage 1's first merges), then learn superword merges
-/// with HF's loop until HF's vocabulary reaches `options.vocab_size`. Also
-/// returns the pieces' length in tokens after the replay and at the end.
+/// with HF's loop until HF's vocabulary reaches `options.vocab_size` (or
+/// grows by `new_tokens` past the replay). Also returns the pieces' length in
+/// tokens after the replay and at the end.
 pub fn train_superwords_from_counts(
     counted: CountsFile,
     options: &TrainOptions,
     inherited: &[Merge],
     rules: &superword::SuperwordRules,
+    new_tokens: Option<usize>,
     observer: &dyn Observer,
 ) -> Result<(TrainResult, u64, u64), Error> {
     let specials = SpecialSplitter::new(&options.special_tokens)?;
@@ -284,8 +286,15 @@ pub fn train_superwords_from_counts(
     let mut stats = stats_of(&counted);
     let started = Instant::now();
     let limits = hf_limits(options);
-    let (learned, replayed, learnt) =
-        superword::learn_superwords(&counted.counts, specials.tokens(), inherited, rules, limits, observer)?;
+    let (learned, replayed, learnt) = superword::learn_superwords(
+        &counted.counts,
+        specials.tokens(),
+        inherited,
+        rules,
+        limits,
+        new_tokens,
+        observer,
+    )?;
     stats.merge_time = started.elapsed();
     let vocab = layout_vocab(learned.tokens, specials.tokens());
     Ok((TrainResult { vocab, merges: learned.merges, stats }, replayed, learnt))

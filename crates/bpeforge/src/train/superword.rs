@@ -41,8 +41,10 @@ impl SuperwordRules {
 }
 
 /// Stage 2: replay `inherited` on the pieces of `counts`, then learn
-/// superword merges until HF's vocabulary reaches `limits.vocab_size`.
-/// Returns the merges as the reference saves them (the inherited ones it
+/// superword merges until HF's vocabulary reaches `limits.vocab_size`, or,
+/// with `new_tokens`, until it has grown by that many tokens past the replay
+/// (extending a base tokenizer, whose size HF's count of the pieces' alphabet
+/// and replayed tokens does not give). Returns the merges as the reference saves them (the inherited ones it
 /// kept, then the new ones), and the pieces' length in tokens after the
 /// replay and at the end.
 pub fn learn_superwords(
@@ -51,6 +53,7 @@ pub fn learn_superwords(
     inherited: &[Merge],
     rules: &SuperwordRules,
     limits: HfLimits,
+    new_tokens: Option<usize>,
     observer: &dyn Observer,
 ) -> Result<(HfLearned, u64, u64), Error> {
     let (mut state, holders) = HfState::new(counts, specials);
@@ -67,6 +70,10 @@ pub fn learn_superwords(
     }
     state.queue.extend(queue.into_values());
     let replayed = state.tokens();
+    let limits = match new_tokens {
+        Some(n) => HfLimits { vocab_size: state.ids.len() + n, ..limits },
+        None => limits,
+    };
     state.learn(limits, |token| rules.allows(token), &mut made, observer)?;
     Ok((state.learned(&made), replayed, state.tokens()))
 }
@@ -96,7 +103,8 @@ mod tests {
         let inherited = [merge("t", "o"), merge("q", "u"), merge("b", "e"), merge("x", "y"), merge(" ", "to")];
         let rules = SuperwordRules { max_words: 4, forbid: vec![] };
         let limits = HfLimits { vocab_size: 16, min_frequency: 0, max_token_length: None };
-        let (learned, replayed, learnt) = learn_superwords(&table, &[], &inherited, &rules, limits, &Silent).unwrap();
+        let (learned, replayed, learnt) =
+            learn_superwords(&table, &[], &inherited, &rules, limits, None, &Silent).unwrap();
         // 19 bytes; after t.o, b.e, " "+to: 14 symbols, x3; fewer at the end.
         assert_eq!(replayed, 14 * 3);
         assert!(learnt < replayed);
@@ -107,5 +115,17 @@ mod tests {
         assert_eq!(&merges[..3], [("t", "o"), ("b", "e"), (" ", "to")].map(|(l, r)| (l.to_string(), r.to_string())));
         assert_eq!(merges.len(), 8);
         assert!(learned.tokens.iter().any(|t| t.contains(&b' ') && t.len() > 3), "{merges:?}");
+    }
+
+    #[test]
+    fn new_tokens_counts_the_growth_past_the_replay_not_the_vocabulary() {
+        let mut table = PretokenCounts::default();
+        table.insert(b"to be or not to be\n", 3);
+        let inherited = [merge("t", "o"), merge("b", "e")];
+        let rules = SuperwordRules { max_words: 0, forbid: vec![] };
+        // vocab_size 1 would learn nothing; new_tokens overrides it.
+        let limits = HfLimits { vocab_size: 1, min_frequency: 0, max_token_length: None };
+        let (learned, _, _) = learn_superwords(&table, &[], &inherited, &rules, limits, Some(3), &Silent).unwrap();
+        assert_eq!(learned.merges.len(), 2 + 3);
     }
 }
