@@ -75,6 +75,7 @@ class Counts:
         forbid: list[bytes] = ...,
         min_frequency: int = 0,
         progress: Progress | None = None,
+        new_tokens: int | None = None,
     ) -> tuple[list[bytes], list[tuple[bytes, bytes]], dict[str, Any]]: ...
     @property
     def special_tokens(self) -> list[str]: ...
