@@ -131,3 +131,16 @@ def test_the_cli_extends_a_base_directory(tmp_path, gpt2):
     assert all(extended.vocab[i] == token for i, token in gpt2.vocab.items())
     assert extended.merges[: len(gpt2.merges)] == gpt2.merges and len(extended.vocab) > len(gpt2.vocab)
     assert extended.pattern == SUPERWORD_PATTERN
+
+
+def test_extended_gpt2_saves_for_tokenizers_with_the_same_ids(gpt2_superbpe, cs336_texts, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    path = gpt2_superbpe.save_hf(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = bpeforge.Tokenizer(
+        gpt2_superbpe.vocab, gpt2_superbpe.merges, gpt2_superbpe.special_tokens, pattern=gpt2_superbpe.pattern
+    )
+    for name in ("corpus.en", "tinystories_sample.txt", "german.txt"):
+        text = cs336_texts[name]
+        assert hf.encode(text).ids == ours.encode(text)
+    assert bpeforge.Tokenizer.from_hf(path).encode(cs336_texts["corpus.en"]) == ours.encode(cs336_texts["corpus.en"])
