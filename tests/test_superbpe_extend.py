@@ -11,7 +11,7 @@ from pathlib import Path
 
 import bpeforge
 import pytest
-from bpeforge.superbpe import STAGE1_PATTERN, SUPERWORD_PATTERN, train_superbpe
+from bpeforge.superbpe import RECIPES, STAGE1_PATTERN, SUPERWORD_PATTERN, train_superbpe
 from cli_runs import run_cli
 
 FIXTURES = Path(__file__).parent / "data" / "superbpe"
@@ -144,3 +144,14 @@ def test_extended_gpt2_saves_for_tokenizers_with_the_same_ids(gpt2_superbpe, cs3
         text = cs336_texts[name]
         assert hf.encode(text).ids == ours.encode(text)
     assert bpeforge.Tokenizer.from_hf(path).encode(cs336_texts["corpus.en"]) == ours.encode(cs336_texts["corpus.en"])
+
+
+def test_extending_o200k_by_its_preset_name_keeps_its_ids():
+    from bpeforge.open_tokenizer import open_tokenizer
+
+    o200k = open_tokenizer("o200k_base")
+    result = train_superbpe(UDHR, len(o200k.vocab) + 50, extend="o200k", recipe="o200k-2025", num_threads=1)
+    assert result.special_tokens == o200k.special_tokens
+    assert all(result.vocab[i] == token for i, token in o200k.vocab.items())
+    assert result.merges[: len(o200k.merges)] == o200k.merges and result.stats.merges_added == 50
+    assert result.pattern == RECIPES["o200k-2025"].superword_pattern

@@ -173,3 +173,18 @@ def test_tokenizers_reads_the_same_ids_on_the_shared_corpora(shared_data_dir, ex
     lines = data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines(keepends=True)
     for ours, hf, _ in exported.values():
         assert [e.ids for e in hf.encode_batch(lines)] == ours.encode_batch(lines, num_threads=1)
+
+
+def test_the_cli_trains_the_newer_recipe_and_saves_its_pattern(tmp_path):
+    from cli_runs import run_cli
+
+    output = tmp_path / "tok"
+    run = run_cli(
+        "train", GUTENBERG, "--superbpe", "600", "--recipe", "o200k-2025", "--vocab-size", "1200",
+        "--no-special-tokens", "--no-progress", "--threads", "1", "-o", output,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    loaded = bpeforge.Tokenizer.load(output)
+    assert loaded.pattern == SUPERWORD_2025_PATTERN
+    expected = train_superbpe(GUTENBERG, 1200, transition=600, recipe="o200k-2025", num_threads=1)
+    assert loaded.merges == expected.merges
