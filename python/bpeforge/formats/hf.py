@@ -29,7 +29,9 @@ Laid out field for field as HF `tokenizers` writes a GPT-2 tokenizer, with:
   for any other pattern, `Sequence[Split(Regex, Isolated), ByteLevel(
   use_regex=false)]` as Llama 3's and Qwen 2's files have, the regex written
   for Oniguruma, HF's engine (`onig_regex`: `$` becomes `\\z`, a possessive
-  `{n,m}+` an atomic group), so HF cuts the same pieces.
+  `{n,m}+` an atomic group), so HF cuts the same pieces. SuperBPE's paper patterns get the pipeline its
+  reference writes, `Sequence[Digits, Split, ByteLevel]` (`superbpe_pipelines`), read back as the same
+  pattern.
 
 To a directory (any path not ending in `.json` that is not an existing file),
 `save_hf` also writes `tokenizer_config.json` and `special_tokens_map.json`,
