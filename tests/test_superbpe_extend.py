@@ -76,6 +76,10 @@ def test_extend_arguments_are_checked():
         train_superbpe(GUTENBERG, 1000, transition=50, extend=base)
     with pytest.raises(ValueError, match="no room for superword tokens"):
         train_superbpe(GUTENBERG, len(base.vocab), extend=base)
+    with pytest.raises(ValueError, match="give superword_pattern instead"):
+        train_superbpe(GUTENBERG, 1000, extend=base, pattern="gpt2")
+    with pytest.raises(ValueError, match="recipe 'gpt4' is not one of"):
+        train_superbpe(GUTENBERG, 1000, recipe="gpt4")
 
 
 @pytest.fixture(scope="module")

@@ -134,6 +134,10 @@ def train_superbpe(
                 "extend= inherits every merge of the base (so that its ids and encodings stay as they were); "
                 "leave transition unset"
             )
+        if pattern is not None:
+            raise ValueError(
+                "pattern is stage 1's pre-tokenizer, and extend= runs only stage 2; give superword_pattern instead"
+            )
         stage2 = superbpe_extend.Stage2(settings.superword_pattern, settings.max_words, settings.forbid)
         return superbpe_extend.extend_superbpe(
             files, extend, settings.vocab_size, specials, stage2, documents, min_frequency, threads, progress
