@@ -32,6 +32,7 @@
 //! seam between chunks is checked for (2) by merging the two tokens' bytes.
 //! The tests compare this path with the heap on generated runs and vocabularies.
 
+use crate::bpe::period::short_period;
 use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};
 
@@ -61,6 +62,17 @@ impl ChunkScratch {
     pub(crate) fn bytes(&self) -> usize {
         (self.ids.capacity() + self.pair_ids.capacity()) * 4 + self.pair_bytes.capacity()
     }
+}
+
+/// Append the ids of `piece` to `out` and return true where it is longer
+/// than `CHUNK` bytes, repeats a short period (`period.rs`), the
+/// vocabulary's ranks grow and every seam can be placed; else return false
+/// with `out` as it was.
+pub(crate) fn merge_run(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) -> bool {
+    piece.len() > CHUNK
+        && vocab.ranks_grow()
+        && short_period(piece).is_some()
+        && merge_chunked(piece, vocab, scratch, out)
 }
 
 /// Append the ids of `piece` (longer than `CHUNK`; the vocabulary's ranks
@@ -161,6 +173,7 @@ fn compatible(left: u32, right: u32, vocab: &Vocabulary, scratch: &mut Scratch, 
 mod tests {
     use super::*;
     use crate::bpe::merge_heap;
+    use crate::bpe::period::PERIOD_MAX;
     use crate::bpe::sweep::tests::{gpt2_vocab_from_test_data, random_vocab};
     use crate::util::test_rng::XorShift as Rng;
 
@@ -224,6 +237,79 @@ mod tests {
         }
         assert!(taken > 800, "the chunked path took only {taken} pieces");
         assert!(runs_taken * 10 >= runs * 9, "it took {runs_taken} of {runs} runs of one byte");
+    }
+
+    /// `merge_run` on a run of `period` cut to `len` bytes: whether it took
+    /// the run, and if it did, that its ids are the heap's.
+    fn check_run(period: &[u8], len: usize, vocab: &Vocabulary, scratch: &mut Scratch, what: &str) -> bool {
+        let piece: Vec<u8> = period.iter().cycle().take(len).copied().collect();
+        let (mut run, mut expected) = (vec![7], vec![7]);
+        merge_heap(&piece, vocab, scratch, &mut expected);
+        if !merge_run(&piece, vocab, scratch, &mut run) {
+            assert_eq!(run, [7], "{what}: a run it leaves leaves `out` as it was");
+            return false;
+        }
+        let differ = run.iter().zip(&expected).position(|(a, b)| a != b);
+        assert!(run == expected, "{what}: period {period:?}, {len} bytes, first difference at id {differ:?}");
+        true
+    }
+
+    /// Runs of a random period of 1 to `PERIOD_MAX` bytes (random bytes, or
+    /// tokens end to end), random lengths, on random vocabularies: the
+    /// shortcut (a chunk equal to the last one takes its ids) against the
+    /// plain merge. A run one byte off is not a run: left to the other paths.
+    #[test]
+    fn runs_of_a_short_period_give_the_heaps_ids_on_random_vocabularies() {
+        let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+        let mut scratch = Scratch::default();
+        let (mut taken, mut tried) = (0, 0);
+        for round in 0..300 {
+            let alphabet = &b"abcd"[..2 + rng.below(3)];
+            let size = 1 + rng.below(60);
+            let (vocab, tokens) = random_vocab(&mut rng, alphabet, size);
+            if !vocab.ranks_grow() {
+                continue;
+            }
+            for kind in 0..3 {
+                let mut period: Vec<u8> = match kind {
+                    0 => (0..1 + rng.below(PERIOD_MAX)).map(|_| alphabet[rng.below(alphabet.len())]).collect(),
+                    _ => (0..1 + rng.below(3)).flat_map(|_| tokens[rng.below(tokens.len())].clone()).collect(),
+                };
+                period.truncate(PERIOD_MAX);
+                let len = CHUNK + 1 + rng.below(8 * CHUNK);
+                tried += 1;
+                taken += check_run(&period, len, &vocab, &mut scratch, &format!("round {round}, kind {kind}")) as usize;
+            }
+            let mut off: Vec<u8> = alphabet[..1].iter().cycle().take(2 * CHUNK).copied().collect();
+            off[CHUNK] = alphabet[1];
+            assert!(!merge_run(&off, &vocab, &mut scratch, &mut Vec::new()), "round {round}: not a run");
+        }
+        assert!(taken * 10 >= tried * 8, "merge_run took {taken} of {tried} runs");
+    }
+
+    /// Runs of chars that stay one pre-token (letters, digits, spaces,
+    /// symbols, multi-byte chars and mixes of them) on GPT-2's vocabulary
+    /// (from `BPEFORGE_TEST_DATA`): every one taken, with the heap's ids.
+    #[test]
+    fn runs_of_a_short_period_give_the_heaps_ids_with_gpt2() {
+        let Some(vocab) = gpt2_vocab_from_test_data() else {
+            return;
+        };
+        let chars: Vec<char> = "a zZ09=-_.*#é中🙂ñ\u{3000}".chars().collect();
+        let mut rng = Rng(0xbb67_ae85_84ca_a73b);
+        let mut scratch = Scratch::default();
+        for round in 0..150 {
+            let mut period = String::new();
+            for _ in 0..1 + rng.below(6) {
+                let c = chars[rng.below(chars.len())];
+                if period.len() + c.len_utf8() <= PERIOD_MAX {
+                    period.push(c);
+                }
+            }
+            let len = CHUNK + 1 + rng.below(30 * CHUNK);
+            let what = format!("round {round}");
+            assert!(check_run(period.as_bytes(), len, &vocab, &mut scratch, &what), "{what}: {period:?} not taken");
+        }
     }
 
     /// The worst cases of `benchmarks/bench_encode.py` on GPT-2's vocabulary

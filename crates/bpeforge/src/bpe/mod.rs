@@ -33,6 +33,7 @@ mod list;
 pub(crate) mod merges;
 mod min_tree;
 mod pair_filter;
+mod period;
 mod sweep;
 pub(crate) mod token_index;
 mod tree;
@@ -41,6 +42,7 @@ pub(crate) mod vocab;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+pub(crate) use crate::bpe::chunked::merge_run;
 use crate::bpe::chunked::{merge_chunked, ChunkScratch};
 use crate::bpe::flat::{merge_flat, Part};
 use crate::bpe::heap::{merge_long, RadixHeap};

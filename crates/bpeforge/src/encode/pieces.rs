@@ -7,7 +7,7 @@ use super::parts::{self, Part};
 use super::piece_batch::{PieceBatch, BATCH_SLOTS, L1_AHEAD, LONG_ENTRIES_AHEAD, UNPACKED};
 use super::state::NEW_ENTRIES_MAX;
 use super::{EncodeState, Encoder};
-use crate::bpe::encode_piece;
+use crate::bpe::{encode_piece, merge_run};
 use crate::encode::cache::long_pieces::LONG_PIECE_MAX;
 use crate::encode::cache::piece_table::INLINE_IDS;
 use crate::encode::cache::shared::NewEntry;
@@ -233,9 +233,13 @@ impl Encoder {
     /// piece, a longer one merged. With GPT-2 a CJK clause, a new long piece
     /// nearly every time, cuts into characters and short runs the tables
     /// already hold. A piece too long for the long-piece table is cut a
-    /// window at a time instead (`encode_in_windows`).
+    /// window at a time instead (`encode_in_windows`), unless it repeats a
+    /// short period: a run is merged a chunk at a time (`bpe/period.rs`).
     pub(super) fn encode_in_parts(&self, bytes: &[u8], state: &mut EncodeState, out: &mut Vec<u32>) {
         if bytes.len() > LONG_PIECE_MAX {
+            if merge_run(bytes, &self.vocab, &mut state.scratch, out) {
+                return;
+            }
             return self.encode_in_windows(bytes, state, out);
         }
         let mut start = 0;
