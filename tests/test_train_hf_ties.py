@@ -147,3 +147,13 @@ def test_records_are_documents_as_hf_train_from_iterator_takes_them(tmp_path):
     assert [(spelled(a), spelled(b)) for a, b in ours] == hf
     with pytest.raises(ValueError, match="lines"):
         bpeforge.train(path, 60, tie_break="hf", documents="lines")
+
+
+def test_special_tokens_in_the_text_are_counted_as_text_as_hf_does(tmp_path):
+    """HF's trainer reads the files without its added tokens: "<|endoftext|>" in the text is ordinary text
+    there (its pieces "<|", "endoftext", "|>" are counted), while the special token still has its id."""
+    corpus = tmp_path / "stories.txt"
+    corpus.write_text("Once upon a time.<|endoftext|>\nThe end<|endoftext|>text|> endoftext\n" * 30, encoding="utf-8")
+    expected = hf_merges([corpus], 300, [SPECIAL])
+    assert ("end", "of") in expected or ("endof", "text") in expected or any("endoftext" in a + b for a, b in expected)
+    assert our_merges([corpus], 300, [SPECIAL]) == expected

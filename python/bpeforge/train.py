@@ -12,6 +12,7 @@ from typing import Union
 from bpeforge import _core
 from bpeforge import extend as _extend
 from bpeforge.arguments import TrainingNote, check_positive, thread_count
+from bpeforge.formats.hf_pre_tokenizer import training_pattern
 from bpeforge.inputs import RecordOptions, add_documents, count_inputs, expand, kind
 from bpeforge.open_tokenizer import TokenizerSource, is_bare_gpt2_directory, is_tiktoken_file, open_tokenizer
 from bpeforge.patterns import normalize_pattern
@@ -164,6 +165,7 @@ def train(
     extend: TokenizerSource | None = None,
     tie_break: str = "cs336",
     documents: str = "files",
+    pre_tokenizer: dict | str | None = None,
 ) -> TrainResult:
     """Like `train_bpe`, with the special tokens and run figures kept.
 
@@ -184,8 +186,15 @@ def train(
     of their byte-level chars, then new tokens), and `vocab_size` counts its
     vocabulary (specials + bytes seen + new tokens). `documents="lines"` makes
     each line of a text file (its newline kept) a document, as HF's
-    `train(files)` reads them. See docs/superbpe.md.
+    `train(files)` reads them. See docs/superbpe.md. `pre_tokenizer` (a
+    tokenizer.json `pre_tokenizer` object, dict or JSON) cuts the text as
+    `tokenizers` does where one regex can (`formats/hf_pre_tokenizer.py`),
+    instead of `pattern`: with both HF options, the merges are `BpeTrainer`'s.
     """
+    if pre_tokenizer is not None:
+        if pattern is not None:
+            raise ValueError("give pattern or pre_tokenizer, not both: each says how the text is cut")
+        pattern = training_pattern(pre_tokenizer)
     files = expand(normalize_paths(input_path), glob)
     base, specials, pattern = training_setup(special_tokens, pattern, extend)
     check_modes(tie_break, documents, files)
@@ -199,7 +208,9 @@ def train(
     with progress_bars(progress) as bars:
         all_text = all(kind(p) == "text" for p in files)
         if all_text and (tie_break != "cs336" or documents != "files"):
-            counts = _core.Counts.from_files(paths, specials, num_threads, chunk_size, bars, pattern, documents)
+            # HF's trainer reads text without its added tokens: specials are the vocabulary's, not cuts.
+            split = tie_break != "hf"
+            counts = _core.Counts.from_files(paths, specials, num_threads, chunk_size, bars, pattern, documents, split)
             core = train_counts(counts, vocab_size, min_frequency, max_token_length, bars, base, num_threads, tie_break)
         elif all_text:
             core = _core.train(

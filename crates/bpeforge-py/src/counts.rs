@@ -65,10 +65,13 @@ impl PyCounts {
     }
 
     /// Count text files (each ends a document) or shards of them, in parallel.
+    /// Without `split_on_specials` the special tokens are the table's (for
+    /// the vocabulary) but the text is counted whole, as HF's trainer reads it.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (
         paths, special_tokens, num_threads=None, chunk_size=None, progress=None, pattern="gpt2", documents="files",
+        split_on_specials=true,
     ))]
     fn from_files(
         py: Python<'_>,
@@ -79,12 +82,14 @@ impl PyCounts {
         progress: Option<Py<PyAny>>,
         pattern: &str,
         documents: &str,
+        split_on_specials: bool,
     ) -> PyResult<Self> {
+        let splitting = if split_on_specials { special_tokens.clone() } else { Vec::new() };
         let documents = Documents::parse(documents).map_err(to_py_err)?;
         let observer = PyObserver::new(progress);
         let num_threads = noted_threads(py, num_threads)?;
         let settings = CountSettings {
-            special_tokens: &special_tokens,
+            special_tokens: &splitting,
             pattern,
             num_threads,
             chunk_size: chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
@@ -92,7 +97,8 @@ impl PyCounts {
             documents,
         };
         let sources = to_sources(paths);
-        let (inner, _, _) = run_detached(py, &observer, || bpeforge::count(&sources, &settings, &observer))?;
+        let (mut inner, _, _) = run_detached(py, &observer, || bpeforge::count(&sources, &settings, &observer))?;
+        inner.special_tokens = special_tokens;
         Ok(Self { inner })
     }
 
