@@ -188,3 +188,19 @@ def test_the_cli_trains_the_newer_recipe_and_saves_its_pattern(tmp_path):
     assert loaded.pattern == SUPERWORD_2025_PATTERN
     expected = train_superbpe(GUTENBERG, 1200, transition=600, recipe="o200k-2025", num_threads=1)
     assert loaded.merges == expected.merges
+
+
+def test_a_file_trained_by_tokenizers_without_every_byte_loads_with_its_ids(tmp_path):
+    """HF's trainer keeps only the bytes it saw (the released SuperBPE files lack 0xC0, for one): such a file
+    with the paper's stage-2 pipeline is not a plain Tokenizer, and `from_hf` runs it as a pipeline."""
+    trained = tokenizers.Tokenizer(tokenizers.models.BPE())
+    trained.pre_tokenizer = paper_pipeline(PAPER_STAGE2_SPLIT)
+    trained.train([str(GUTENBERG)], tokenizers.trainers.BpeTrainer(vocab_size=600, show_progress=False))
+    # utils.py's construct_hf_tokenizer adds the decoder.
+    trained.decoder = tokenizers.decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
+    path = tmp_path / "tokenizer.json"
+    trained.save(str(path))
+    assert len(trained.get_vocab()) == 600  # the bytes seen and the merges: far fewer than 256 bytes
+    loaded = bpeforge.Tokenizer.from_hf(path)
+    for text in real_texts()[1:]:
+        assert loaded.encode(text) == trained.encode(text).ids

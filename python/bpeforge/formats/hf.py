@@ -253,8 +253,22 @@ def load_hf(path: PathLike) -> TokenizerParts:
             raise ValueError(f"{where}{name} must be a JSON array, got {type(value).__name__}")
     specials = _hf_specials(added_tokens, vocab_text, where)
     vocab = _hf_vocab_bytes(vocab_text, specials, where)
+    if pattern_of_reference(doc.get("pre_tokenizer")) is not None:
+        _check_all_bytes(vocab, where)
     merges = [_hf_merge(merge, rank, where) for rank, merge in enumerate(listed_merges)]
     return TokenizerParts(vocab, merges, list(specials), pattern)
+
+
+def _check_all_bytes(vocab: dict[int, bytes], where: str) -> None:
+    """Refuse, so that `Tokenizer.from_hf` runs the file as a pipeline, a SuperBPE vocabulary without every
+    byte: HF's trainer keeps only the bytes it saw (the released SuperBPE files lack 0xC0, for one)."""
+    tokens = set(vocab.values())
+    missing = [byte for byte in range(256) if bytes([byte]) not in tokens]
+    if missing:
+        raise ValueError(
+            f"{where}the vocabulary has no token for {len(missing)} of the 256 bytes (0x{missing[0]:02X} first); "
+            "Tokenizer.from_hf runs such a file as a pipeline"
+        )
 
 
 def _hf_added_token(token: str, token_id: int) -> dict[str, Any]:
