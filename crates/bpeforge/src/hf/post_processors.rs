@@ -120,12 +120,12 @@ mod tests {
              "pair": [],
              "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [128000], "tokens": ["<|begin_of_text|>"]}}}
         ]});
-        let mut ids = vec![7, 8];
-        PostProcessor::parse(&llama).unwrap().apply(&mut ids);
-        assert_eq!(ids, [128000, 7, 8]);
+        let mut ids = vec![3, 7, 8];
+        PostProcessor::parse(&llama).unwrap().apply_from(&mut ids, 1);
+        assert_eq!(ids, [3, 128000, 7, 8], "around the ids from the start given only");
         let roberta = serde_json::json!({"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]});
         let mut ids = vec![5];
-        PostProcessor::parse(&roberta).unwrap().apply(&mut ids);
+        PostProcessor::parse(&roberta).unwrap().apply_from(&mut ids, 0);
         assert_eq!(ids, [0, 5, 2]);
     }
 }

@@ -60,3 +60,29 @@ fn filter_index(piece: &[u8]) -> usize {
     let mixed = (piece.len() as u32).wrapping_mul(0x9E37_79B1) ^ u32::from(first) << 8 ^ u32::from(last);
     (mixed.wrapping_mul(0x85EB_CA6B) >> 16) as usize % FILTER_BITS
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::hf::HfTokenizer;
+
+    fn tokenizer(ignore_merges: bool) -> HfTokenizer {
+        let doc = serde_json::json!({
+            "model": {"type": "BPE", "ignore_merges": ignore_merges, "merges": ["a b"],
+                      "vocab": {"a": 0, "b": 1, "c": 2, "ab": 3, "abc": 4, "Ġ": 5}},
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+            "decoder": {"type": "ByteLevel"},
+        });
+        HfTokenizer::from_json(&doc.to_string()).unwrap()
+    }
+
+    #[test]
+    fn hf_ignore_merges_gives_a_piece_its_token_even_when_the_merges_do_not_make_it() {
+        // "abc" is a token no merge makes: with ignore_merges the piece "abc" is it, " abc" is merged.
+        let (whole, merged) = (tokenizer(true), tokenizer(false));
+        for _ in 0..2 {
+            // Twice: the second call reads the encoder's caches, which must not hold "abc" as merged.
+            assert_eq!(whole.encode("abc abc", false).unwrap(), [4, 5, 3, 2]);
+            assert_eq!(merged.encode("abc abc", false).unwrap(), [3, 2, 5, 3, 2]);
+        }
+    }
+}
