@@ -1,8 +1,12 @@
 """Encoding speed per `tokenizer.json` file: bpeforge against `tokenizers`, fastokens and gigatoken, one core.
 
-    python benchmarks/bench_hf.py [FILE.json ...] [--data ../shared/data] [--mb 1.0] [--cpu 0] [--repeats 3]
+    python benchmarks/bench_hf.py [FILE.json ...] [--files FILE.json ...] [--data ../shared/data] [--mb 1.0]
+        [--cpu 0] [--repeats 3]
 
-Files: the given paths, else the fixtures of tests/data/hf. Documents: the first `--mb` MB of lines of the
+Files: the given paths, else the fixtures of tests/data/hf (trimmed to 3,000 merges); full-size files of
+Llama 3, DeepSeek V2-V4 and Qwen2 come from `benchmarks/fetch_hf_files.py`, e.g.
+`--files $(python benchmarks/fetch_hf_files.py)`. A file named `tokenizer.json` is shown by its folder's name.
+Documents: the first `--mb` MB of lines of the
 gutenberg and multilingual corpora (half each). Each library, for each file, runs in a fresh interpreter
 (through `_spawn.py`, which reports its own peak RSS) pinned with `taskset -c CPU`, with
 `TOKENIZERS_PARALLELISM=false` and `RAYON_NUM_THREADS=1`, and calls its fastest way to all the documents'
@@ -159,6 +163,7 @@ def run(library: str, path: Path, docs_path: str, cpu: int, repeats: int) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--files", dest="more_files", nargs="+", type=Path, default=[], help="more files")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--mb", type=float, default=1.0)
     parser.add_argument("--cpu", type=int, default=0)
@@ -169,7 +174,7 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args.worker, str(args.files[0]), args.docs, args.repeats)))
         return
-    files = args.files or sorted(FIXTURES.glob("*.json"))
+    files = [*args.files, *args.more_files] or sorted(FIXTURES.glob("*.json"))
     docs = documents(args.data, args.mb)
     print(f"{len(docs)} documents, {sum(len(d.encode()) for d in docs) / 1e6:.2f} MB, one core (cpu {args.cpu})")
     print("| file | library | load s | first MB/s | warm MB/s | peak MiB | ids |")
@@ -181,7 +186,12 @@ def main() -> None:
             results = {library: run(library, path, docs_file.name, args.cpu, args.repeats) for library in LIBRARIES}
             reference = results["tokenizers"].get("ids")
             for library, result in results.items():
-                print(_row(path.stem, library, result, reference), flush=True)
+                print(_row(_label(path), library, result, reference), flush=True)
+
+
+def _label(path: Path) -> str:
+    """A file's name in the table: its folder's for a `tokenizer.json` (a model's directory)."""
+    return path.parent.name if path.name == "tokenizer.json" else path.stem
 
 
 def _row(file: str, library: str, result: dict, reference: str | None) -> str:
