@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from bpeforge import _core, hf_pipeline
+from bpeforge import _core, core_tables, hf_pipeline
 from bpeforge.arguments import thread_count
 from bpeforge.formats import gpt2, hf, tiktoken_ranks
 from bpeforge.formats.parts import TokenizerParts
@@ -63,7 +63,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class Tokenizer:
+class Tokenizer(core_tables.CoreTables):
     """A byte-level BPE tokenizer: a vocabulary, its merges and special tokens.
 
     Special tokens missing from `vocab` are appended with new ids. Special
@@ -153,7 +153,7 @@ class Tokenizer:
     ) -> Tokenizer:
         """Load a tiktoken ranks file (`base64 rank` lines; plain, .gz, .xz or .zst); merges come from the ranks."""
         with _gc_paused():
-            return cls._from_parts(tiktoken_ranks.load_tiktoken(path, pattern, special_tokens), path, cache_size)
+            return cls._from_rank_file(path, pattern, special_tokens, cache_size)
 
     @classmethod
     def _from_parts(cls, parts: TokenizerParts, path: str | os.PathLike[str], cache_size: int) -> Tokenizer:
@@ -336,7 +336,7 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return len(self._vocab)
+        return self._token_count()
 
     @property
     def special_tokens(self) -> list[str]:
@@ -365,7 +365,7 @@ class Tokenizer:
 
     def __len__(self) -> int:
         """The number of tokens, special tokens included (as `len` of an HF tokenizer)."""
-        return len(self._vocab)
+        return self._token_count()
 
     def __eq__(self, other: object) -> bool:
         """Same vocabulary, merges, special tokens and pattern: the same ids for every text."""
@@ -390,7 +390,7 @@ class Tokenizer:
     @property
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's name)."""
-        return max(self._vocab, default=-1) + 1
+        return self._id_count()
 
     @property
     def eot_token(self) -> int | None:

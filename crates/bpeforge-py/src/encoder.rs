@@ -41,6 +41,22 @@ pub struct PyEncoder {
 }
 
 impl PyEncoder {
+    /// The binding of `inner`, its cache set to `cache_bytes` and its tables
+    /// seeded (`Encoder::seed_tables`).
+    pub(crate) fn from_encoder(py: Python<'_>, inner: Encoder, cache_bytes: usize) -> PyResult<Self> {
+        py.detach(|| {
+            if cache_bytes != DEFAULT_CACHE_BYTES {
+                inner.set_cache_bytes(cache_bytes);
+            }
+            // Here, when the tokenizer is built, so that no call waits for it.
+            inner.seed_tables();
+        });
+        let ints = (0..inner.vocab().len() as u32)
+            .map(|id| id.into_pyobject(py).map(Bound::unbind))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { inner: Arc::new(inner), ints, last_transcoded: LastTranscoded::default() })
+    }
+
     pub(crate) fn encoder(&self) -> &Arc<Encoder> {
         &self.inner
     }
@@ -247,18 +263,7 @@ impl PyEncoder {
             merges.iter().map(|(left, right)| (left.as_bytes(), right.as_bytes())).collect();
         let built =
             py.detach(|| Vocabulary::new(vocab, &merges).and_then(|v| Encoder::new(v, &special_tokens, pattern)));
-        let inner = built.map_err(to_py_err)?;
-        py.detach(|| {
-            if cache_bytes != DEFAULT_CACHE_BYTES {
-                inner.set_cache_bytes(cache_bytes);
-            }
-            // Here, when the tokenizer is built, so that no call waits for it.
-            inner.seed_tables();
-        });
-        let ints = (0..inner.vocab().len() as u32)
-            .map(|id| id.into_pyobject(py).map(Bound::unbind))
-            .collect::<Result<_, _>>()?;
-        Ok(Self { inner: Arc::new(inner), ints, last_transcoded: LastTranscoded::default() })
+        Self::from_encoder(py, built.map_err(to_py_err)?, cache_bytes)
     }
 
     /// `fill_cache=False` reads the shared cache without adding to it (for

@@ -36,12 +36,20 @@ SPLIT_FILES = {
 def shipped_merges(name: str, ranks: Mapping[bytes, int]) -> Merges:
     """The merges of the shipped rank file `name`, whose `{token: rank}` in rank order is `ranks`
     (`shipped_rank_file` names it)."""
+    splits = shipped_splits(name)
+    tokens = [token for token in ranks if len(token) > 1]
+    if len(splits) != len(tokens):
+        raise ValueError(f"{DATA / f'{name}.splits'} does not fit {name}'s ranks; reinstall bpeforge")
+    return [(token[:left], token[left:]) for token, left in zip(tokens, splits)]
+
+
+def shipped_splits(name: str) -> bytes:
+    """The contents of `data/NAME.splits` (see the top), after checking its sha256."""
     path = DATA / f"{name}.splits"
     splits = path.read_bytes()
-    tokens = [token for token in ranks if len(token) > 1]
-    if hashlib.sha256(splits).hexdigest() != SPLIT_FILES[name] or len(splits) != len(tokens):
+    if hashlib.sha256(splits).hexdigest() != SPLIT_FILES[name]:
         raise ValueError(f"{path} is damaged (its sha256 is not {SPLIT_FILES[name]}); reinstall bpeforge")
-    return [(token[:left], token[left:]) for token, left in zip(tokens, splits)]
+    return splits
 
 
 def shipped_rank_file(contents: bytes) -> str | None:

@@ -164,8 +164,14 @@ def load_tiktoken(
     no pattern either: `pattern` is a preset ("gpt2", "cl100k", "o200k", "llama3", "qwen2") or
     the encoding's regex.
     """
-    data = _file_bytes(path)
-    ranks = _read_ranks(data, path)
+    return load_tiktoken_bytes(file_bytes(path), path, pattern, special_tokens)
+
+
+def load_tiktoken_bytes(
+    data: bytes, path: PathLike, pattern: str, special_tokens: Iterable[str] | Mapping[str, int] | None
+) -> TokenizerParts:
+    """`load_tiktoken` of the file's bytes, read once (`path` names it in errors)."""
+    ranks = read_ranks_bytes(data, path)
     vocab = dict(zip(ranks.values(), ranks))  # in C: 4 ms for o200k, against 15 for a comprehension
     names = _place_specials(vocab, ranks, special_tokens, path)
     shipped = shipped_rank_file(data)  # 8 ms of hashing o200k's file, against 0.2 s of recovering its merges
@@ -182,10 +188,11 @@ def read_tiktoken_ranks(path: PathLike) -> dict[bytes, int]:
     The Rust core reads a well-formed file in one pass (`formats/tiktoken.rs`); anything unusual it
     defers to the reader below, which decides and names the line. A `.gz`, `.xz` or `.zst` file is
     read decompressed, as corpora are."""
-    return _read_ranks(_file_bytes(path), path)
+    return read_ranks_bytes(file_bytes(path), path)
 
 
-def _read_ranks(data: bytes, path: PathLike) -> dict[bytes, int]:
+def read_ranks_bytes(data: bytes, path: PathLike) -> dict[bytes, int]:
+    """`read_tiktoken_ranks` of the file's bytes, read once (`path` names it in errors)."""
     parsed = _core.parse_rank_file(data)
     return dict(parsed) if parsed is not None else _rank_lines(data, path)
 
@@ -193,7 +200,7 @@ def _read_ranks(data: bytes, path: PathLike) -> dict[bytes, int]:
 _READ_BYTES = 1 << 20
 
 
-def _file_bytes(path: PathLike) -> bytes:
+def file_bytes(path: PathLike) -> bytes:
     """The file's bytes, decompressed by the core's reader when its name says so, as corpora are
     (`.tiktoken.gz` is how rank files are often kept: read as they are, one failed on its first line with
     gzip's header quoted as the token)."""
@@ -204,7 +211,7 @@ def _file_bytes(path: PathLike) -> bytes:
 def read_rank_lines(path: PathLike) -> dict[bytes, int]:
     """The reference reader of `.tiktoken` files, a line at a time: what it accepts is a rank file, and
     every way a file can be wrong is a ValueError naming the line."""
-    return _rank_lines(_file_bytes(path), path)
+    return _rank_lines(file_bytes(path), path)
 
 
 def _rank_lines(data: bytes, path: PathLike) -> dict[bytes, int]:

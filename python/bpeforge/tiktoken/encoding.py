@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 from bpeforge.arguments import max_threads, thread_count
+from bpeforge.formats import rank_file, tiktoken_ranks
 from bpeforge.formats.parts import Merges
 from bpeforge.formats.tiktoken_ranks import merges_from_ranks
 from bpeforge.special_policy import SpecialPolicy
@@ -62,11 +63,45 @@ class Encoding:
         self._mergeable_ranks = mergeable_ranks
         self._special_tokens = special_tokens
         self.max_token_value = max(max(mergeable_ranks.values()), max(special_tokens.values(), default=0))
-        _check_n_vocab(name, mergeable_ranks, special_tokens, self.max_token_value, explicit_n_vocab)
+        _check_n_vocab(name, len(mergeable_ranks), special_tokens, self.max_token_value, explicit_n_vocab)
         self._special_token_values = set(special_tokens.values())
         self._policy = SpecialPolicy(special_tokens)
         self._tokenizer = _tokenizer_of(mergeable_ranks, special_tokens, pattern_for(pat_str), _merges)
         self._core = self._tokenizer._core
+
+    @classmethod
+    def _from_rank_file(
+        cls,
+        name: str,
+        contents: bytes,
+        *,
+        pat_str: str,
+        special_tokens: dict[str, int],
+        explicit_n_vocab: int | None = None,
+    ) -> Encoding:
+        """The encoding of the rank file whose bytes are `contents`, built straight by the core
+        (`formats/rank_file.py`): `_mergeable_ranks` is made when first asked for (`get_encoding`)."""
+        built = rank_file.rank_file_encoder(contents, pattern_for(pat_str), special_tokens, DEFAULT_CACHE_SIZE)
+        if built is None:  # what the core leaves to Python, which names the problem
+            ranks = tiktoken_ranks.read_ranks_bytes(contents, name)
+            definition = {"pat_str": pat_str, "special_tokens": special_tokens, "explicit_n_vocab": explicit_n_vocab}
+            return cls(name, mergeable_ranks=ranks, **definition)
+        encoding = cls.__new__(cls)
+        encoding.name, encoding._pat_str, encoding._special_tokens = name, pat_str, special_tokens
+        encoding._tokenizer = Tokenizer._from_core(*built, DEFAULT_CACHE_SIZE)
+        encoding._core = encoding._tokenizer._core
+        encoding.max_token_value = encoding._tokenizer.n_vocab - 1
+        mergeable = encoding._tokenizer.vocab_size - len(special_tokens)
+        _check_n_vocab(name, mergeable, special_tokens, encoding.max_token_value, explicit_n_vocab)
+        encoding._special_token_values = set(special_tokens.values())
+        encoding._policy = SpecialPolicy(special_tokens)
+        return encoding
+
+    @functools.cached_property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """`{token: rank}`, in rank order: given to the constructor, or made from the core's vocabulary."""
+        specials = self._special_token_values
+        return {token: i for i, token in self._tokenizer._vocab.items() if i not in specials}
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -297,12 +332,13 @@ def _tokenizer_of(
     return tokenizer
 
 
-def _check_n_vocab(name: str, ranks: dict, specials: dict, max_token_value: int, explicit_n_vocab: int | None) -> None:
+def _check_n_vocab(name: str, ranks: int, specials: dict, max_token_value: int, explicit_n_vocab: int | None) -> None:
+    """`ranks`: how many mergeable tokens there are."""
     if not explicit_n_vocab:
         return
-    if len(ranks) + len(specials) != explicit_n_vocab or max_token_value != explicit_n_vocab - 1:
+    if ranks + len(specials) != explicit_n_vocab or max_token_value != explicit_n_vocab - 1:
         raise ValueError(
-            f"encoding {name!r}: explicit_n_vocab={explicit_n_vocab}, but it has {len(ranks)} mergeable and "
+            f"encoding {name!r}: explicit_n_vocab={explicit_n_vocab}, but it has {ranks} mergeable and "
             f"{len(specials)} special tokens with ids up to {max_token_value}; "
             f"the ids must be 0..{explicit_n_vocab - 1}"
         )

@@ -22,6 +22,9 @@ use crate::error::Error;
 /// file gives it (`Merge<Vec<u8>>`).
 pub type Merge<B = Arc<[u8]>> = (B, B);
 
+/// A merge as ids: the left and right tokens it joins, and the token it makes.
+pub type IdMerge = (u32, u32, u32);
+
 /// "None" in the merge loops: no merge, no rank, no part.
 pub(super) const NONE: u32 = u32::MAX;
 
@@ -54,14 +57,32 @@ impl MergeTable {
     /// or makes a token `ids` lacks.
     pub fn new<B: AsRef<[u8]> + Sync>(ids: &TokenIndex, merges: &[Merge<B>]) -> Result<Self, Error> {
         let byte_ids = byte_table(ids)?;
-        let merges = merge_table(ids, merges)?;
+        Ok(Self::from_map(byte_ids, merge_table(ids, merges)?))
+    }
+
+    /// The table of merges given as ids (`IdMerge`, in rank order), for a
+    /// vocabulary whose merges' parts are known by id (a tiktoken rank file's,
+    /// `formats/rank_vocab.rs`): no lookup of the parts' bytes, which was most
+    /// of building o200k's table. The caller checks that the ids are tokens.
+    pub fn from_ids(ids: &TokenIndex, merges: &[IdMerge]) -> Result<Self, Error> {
+        let byte_ids = byte_table(ids)?;
+        let mut table = FxHashMap::default();
+        table.reserve(merges.len());
+        for (rank, &(left, right, merged)) in merges.iter().enumerate() {
+            // A pair listed twice keeps its first (lowest) rank.
+            table.entry(pair_key(left, right)).or_insert(MergeEntry { rank: rank as u32, merged });
+        }
+        Ok(Self::from_map(byte_ids, table))
+    }
+
+    fn from_map(byte_ids: [u32; 256], merges: FxHashMap<u64, MergeEntry>) -> Self {
         let byte_pair_merges = (0..256 * 256)
             .map(|pair: usize| merges.get(&pair_key(byte_ids[pair >> 8], byte_ids[pair & 0xFF])).copied())
             .collect();
         let pair_filter = PairFilter::new(merges.keys().copied());
         debug_assert!(merges.keys().all(|&key| pair_filter.may_hold(key)), "the pair filter turns away a merge");
         let ranks_grow = ranks_grow(&merges);
-        Ok(Self { byte_ids, merges, pair_filter, byte_pair_merges, ranks_grow })
+        Self { byte_ids, merges, pair_filter, byte_pair_merges, ranks_grow }
     }
 
     #[inline]
@@ -91,6 +112,15 @@ impl MergeTable {
     #[inline]
     pub fn byte_pair_merge(&self, first: u8, second: u8) -> Option<MergeEntry> {
         self.byte_pair_merges[(first as usize) << 8 | second as usize]
+    }
+
+    /// Every merge as ids (`IdMerge`), in rank order.
+    pub fn id_merges(&self) -> Vec<IdMerge> {
+        let mut by_rank: Vec<(u32, IdMerge)> = (self.merges.iter())
+            .map(|(&pair, entry)| (entry.rank, ((pair >> 32) as u32, pair as u32, entry.merged)))
+            .collect();
+        by_rank.sort_unstable_by_key(|&(rank, _)| rank);
+        by_rank.into_iter().map(|(_, merge)| merge).collect()
     }
 
     /// The ids that merges make, in no particular order.

@@ -3,7 +3,7 @@
 
 use crate::bpe::char_merges::{junction_ranks, CharMerges};
 use crate::bpe::flat::merge_into_one;
-use crate::bpe::merges::{Merge, MergeEntry, MergeTable};
+use crate::bpe::merges::{IdMerge, Merge, MergeEntry, MergeTable};
 use crate::bpe::token_index::TokenIndex;
 use crate::error::Error;
 
@@ -23,6 +23,8 @@ pub struct Vocabulary {
     lens: Box<[u32]>,
     /// See `char_merges`.
     char_merges: CharMerges,
+    /// See `merges_from_ranks`.
+    merges_from_ranks: bool,
 }
 
 impl Vocabulary {
@@ -35,13 +37,52 @@ impl Vocabulary {
         let tokens = token_table(entries)?;
         let ids = TokenIndex::new(&tokens);
         let table = MergeTable::new(&ids, merges)?;
+        Ok(Self::assemble(tokens, ids, table, junction_ranks(merges)))
+    }
+
+    /// As `new`, with the merges given as ids (`IdMerge`, in rank order):
+    /// for a tiktoken rank file, whose merges' parts are known by id
+    /// (`formats/rank_vocab.rs`). Fails, naming the merge, when an id is no
+    /// token.
+    pub fn from_id_merges(entries: Vec<(u32, Vec<u8>)>, merges: &[IdMerge]) -> Result<Self, Error> {
+        let tokens = token_table(entries)?;
+        let bytes_of = |id: u32| tokens.get(id as usize).and_then(|token| token.as_deref());
+        let as_bytes = merges
+            .iter()
+            .enumerate()
+            .map(|(rank, &(left, right, merged))| match (bytes_of(left), bytes_of(right), bytes_of(merged)) {
+                (Some(left), Some(right), Some(_)) => Ok((left, right)),
+                _ => Err(Error::InvalidArgument(format!(
+                    "merge {rank} (ids {left} + {right} -> {merged}) names an id that is no token"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let junction = junction_ranks(&as_bytes);
+        let ids = TokenIndex::new(&tokens);
+        let table = MergeTable::from_ids(&ids, merges)?;
+        Ok(Self::assemble(tokens, ids, table, junction))
+    }
+
+    fn assemble(tokens: Vec<Option<Box<[u8]>>>, ids: TokenIndex, table: MergeTable, junction: Box<[u32]>) -> Self {
         let pairs_in_tokens = pairs_in_tokens(&tokens);
         let lens = tokens.iter().map(|token| token.as_ref().map_or(0, |bytes| bytes.len() as u32)).collect();
         let mut parts = Vec::new();
         let token_bytes = tokens.iter().flatten().map(|token| &token[..]);
-        let char_merges =
-            CharMerges::new(token_bytes, junction_ranks(merges), |bytes| merge_into_one(bytes, &table, &mut parts));
-        Ok(Self { tokens, ids, table, pairs_in_tokens, lens, char_merges })
+        let char_merges = CharMerges::new(token_bytes, junction, |bytes| merge_into_one(bytes, &table, &mut parts));
+        Self { tokens, ids, table, pairs_in_tokens, lens, char_merges, merges_from_ranks: false }
+    }
+
+    /// Whether the merges are those a tiktoken rank table implies
+    /// (`formats/rank_merges.rs`). Then every token a merge makes encodes to
+    /// itself (`encode/cache/seeds.rs` says why), so its seeds need no BPE.
+    pub fn merges_from_ranks(&self) -> bool {
+        self.merges_from_ranks
+    }
+
+    /// Record that the merges are a rank table's (see `merges_from_ranks`):
+    /// only for merges recovered from the ranks, or known to equal them.
+    pub(crate) fn mark_merges_from_ranks(&mut self) {
+        self.merges_from_ranks = true;
     }
 
     /// The number of ids (one past the highest).
@@ -120,6 +161,11 @@ impl Vocabulary {
     #[inline]
     pub fn char_merges(&self) -> &CharMerges {
         &self.char_merges
+    }
+
+    /// The merges as ids, in rank order (`MergeTable::id_merges`).
+    pub fn id_merges(&self) -> Vec<IdMerge> {
+        self.table.id_merges()
     }
 
     /// The ids that merges make (each the lowest id of its bytes), in no particular order.

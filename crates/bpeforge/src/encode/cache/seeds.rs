@@ -34,6 +34,9 @@ pub fn vocabulary_seeds(vocab: &Vocabulary, pattern: &Pattern, max: usize) -> Ve
         chunk.iter().copied().filter(|&(_, token)| fits(token) && is_one_piece(token, pattern)).collect()
     });
     let candidates = &candidates[..candidates.len().min(max)];
+    if vocab.merges_from_ranks() {
+        return made_by_merges(vocab, candidates);
+    }
     in_parallel(candidates, |chunk| {
         let (mut scratch, mut ids) = (Scratch::default(), Vec::new());
         let mut encodes_to_itself = |id: u32, token: &[u8]| {
@@ -43,6 +46,27 @@ pub fn vocabulary_seeds(vocab: &Vocabulary, pattern: &Pattern, max: usize) -> Ve
         };
         chunk.iter().filter(|&&(id, token)| encodes_to_itself(id, token)).map(|&(id, _)| id).collect()
     })
+}
+
+/// The `candidates` that a merge makes, for a vocabulary whose
+/// merges a tiktoken rank table implies (`Vocabulary::merges_from_ranks`):
+/// each such token encodes to itself, so no BPE checks it (the BPE of each
+/// candidate was a fifth of loading o200k).
+///
+/// Why: a token T of rank r was split (`formats/rank_merges.rs`) by BPE over
+/// its bytes with the ranks below r alone, which stopped at two parts L + R.
+/// The full BPE of T's bytes takes the same steps while some pair ranks
+/// below r (the lowest rank is then below r), so it reaches L + R, whose one
+/// pair is T: it ends at [T]. That is tiktoken's BPE (any pair whose
+/// concatenation is a token); bpeforge merges only the listed pairs, and
+/// takes the same steps: a pair (a, b) that tiktoken merges into a token X
+/// lies inside X's bytes, which no merge has crossed, and the merges inside
+/// them follow the ranks as in X's own BPE, whose one state of two parts is
+/// X's listed merge. A token no merge makes (a special token) is no seed.
+fn made_by_merges(vocab: &Vocabulary, candidates: &[(u32, &[u8])]) -> Vec<u32> {
+    let mut merged = vec![false; vocab.len()];
+    vocab.merged_ids().for_each(|id| merged[id as usize] = true);
+    candidates.iter().map(|&(id, _)| id).filter(|&id| merged[id as usize]).collect()
 }
 
 /// `work` on consecutive chunks of `items`, one a core (at most

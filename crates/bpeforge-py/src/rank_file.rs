@@ -1,0 +1,55 @@
+//! A tiktoken rank file straight to an `Encoder` (`bpeforge::rank_file_vocabulary`),
+//! and the vocabulary and merges of an encoder as Python objects, made only
+//! when the Python layer first needs them (o200k's 200 K tokens as a dict and
+//! 400 K merge sides were most of loading it, and an encode needs neither).
+
+use bpeforge::{rank_file_vocabulary, Encoder, Pattern, SpecialId};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use crate::encoder::PyEncoder;
+use crate::errors::to_py_err;
+
+/// The encoder of the rank file `data` (its shipped `splits`, if any), with
+/// `special_tokens` as `(name, id or None: the next id)`, or None when the
+/// file or the specials hold anything unusual: the Python reader then
+/// decides and names it.
+#[pyfunction]
+pub fn encoder_from_rank_file(
+    py: Python<'_>,
+    data: &[u8],
+    splits: Option<&[u8]>,
+    special_tokens: Vec<SpecialId>,
+    pattern: &str,
+    cache_bytes: usize,
+) -> PyResult<Option<PyEncoder>> {
+    let pattern = Pattern::new(pattern).map_err(to_py_err)?;
+    let names: Vec<String> = special_tokens.iter().map(|(name, _)| name.clone()).collect();
+    let Some(vocab) = py.detach(|| rank_file_vocabulary(data, splits, &special_tokens)) else {
+        return Ok(None);
+    };
+    let encoder = py.detach(|| Encoder::new(vocab, &names, pattern)).map_err(to_py_err)?;
+    PyEncoder::from_encoder(py, encoder, cache_bytes).map(Some)
+}
+
+/// `[(id, token bytes)]` of `encoder`'s vocabulary, in id order.
+#[pyfunction]
+pub fn encoder_vocab<'py>(py: Python<'py>, encoder: &PyEncoder) -> PyResult<Bound<'py, PyList>> {
+    let tokens: Vec<(u32, &[u8])> = encoder.encoder().vocab().tokens().collect();
+    PyList::new(py, tokens.into_iter().map(|(id, token)| (id, PyBytes::new(py, token))))
+}
+
+/// `[(left, right)]` of `encoder`'s merges, in rank order.
+#[pyfunction]
+pub fn encoder_merges<'py>(py: Python<'py>, encoder: &PyEncoder) -> PyResult<Bound<'py, PyList>> {
+    let vocab = encoder.encoder().vocab();
+    let bytes = |id: u32| PyBytes::new(py, vocab.token(id).unwrap_or_default());
+    PyList::new(py, vocab.id_merges().into_iter().map(|(left, right, _)| (bytes(left), bytes(right))))
+}
+
+/// `(one more than the largest id, number of tokens)` of `encoder`'s vocabulary.
+#[pyfunction]
+pub fn encoder_sizes(encoder: &PyEncoder) -> (usize, usize) {
+    let vocab = encoder.encoder().vocab();
+    (vocab.len(), vocab.tokens().count())
+}

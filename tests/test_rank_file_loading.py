@@ -1,0 +1,82 @@
+"""Loading a tiktoken rank file straight to the core (`formats/rank_file.py`, `core_tables.py`): the tokenizer
+and the encoding are those the Python objects build, with their tables made only when asked for."""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+
+import pytest
+from bpeforge import Tokenizer
+from bpeforge.formats import tiktoken_ranks
+from bpeforge.tiktoken import get_encoding
+from bpeforge.tiktoken.registry import DATA, DEFINITIONS, RANK_FILE_OF, load_ranks
+from corpora import SCRIPT_SAMPLES
+
+ENCODINGS = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
+TEXT = "Hello world, this is a test: 12345 héllo wörld\n\n  \t" + "".join(map(str, SCRIPT_SAMPLES))
+
+
+def through_python_objects(path, pattern, special_tokens) -> Tokenizer:
+    """The tokenizer as the constructor builds it from the parts Python reads (every merge as bytes, the
+    seeds checked by a BPE each)."""
+    parts = tiktoken_ranks.load_tiktoken(path, pattern, special_tokens)
+    return Tokenizer(parts.vocab, parts.merges, parts.special_tokens, pattern=parts.pattern)
+
+
+def assert_same_tokenizer(loaded: Tokenizer, expected: Tokenizer) -> None:
+    # Sizes first: from the core, before the tables exist.
+    assert (loaded.vocab_size, len(loaded), loaded.n_vocab) == (expected.vocab_size, len(expected), expected.n_vocab)
+    assert loaded.encode(TEXT) == expected.encode(TEXT)
+    # The seeds chosen without a BPE each (the merges are the ranks') are those the BPE check keeps.
+    assert loaded.cache_info()["seeds"] == expected.cache_info()["seeds"] > 0
+    assert "_vocab" not in loaded.__dict__ and "_merges" not in loaded.__dict__, "made while loading"
+    assert loaded == expected
+    assert (loaded.vocab, loaded.merges) == (expected.vocab, expected.merges)
+    assert loaded.special_tokens == expected.special_tokens
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+def test_a_shipped_rank_file_loads_as_through_python_objects(name, tmp_path):
+    path = tmp_path / f"{name}.tiktoken"
+    path.write_bytes(gzip.decompress((DATA / f"{name}.tiktoken.gz").read_bytes()))
+    specials = DEFINITIONS[name]["special_tokens"]
+    loaded = Tokenizer.from_tiktoken(path, ENCODINGS[name], specials)
+    assert_same_tokenizer(loaded, through_python_objects(path, ENCODINGS[name], specials))
+
+
+def test_a_rank_file_not_shipped_recovers_its_merges_in_the_core(tmp_path):
+    ranks = load_ranks("r50k_base")
+    path = tmp_path / "ranks.tiktoken"
+    # The first 20 K tokens only: a file no sha256 recognises.
+    lines = gzip.decompress((DATA / "r50k_base.tiktoken.gz").read_bytes()).splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:20_000]))
+    assert len(ranks) > 20_000
+    specials = ["<|endoftext|>", "<|pad|>", "<|endoftext|>"]  # a list: ids after the last rank, repeats dropped
+    loaded = Tokenizer.from_tiktoken(path, special_tokens=specials)
+    assert loaded.special_tokens == ["<|endoftext|>", "<|pad|>"]
+    assert loaded.token_to_id("<|pad|>") == 20_001
+    assert_same_tokenizer(loaded, through_python_objects(path, "gpt2", specials))
+
+
+def test_what_the_core_leaves_to_python_still_loads_or_is_named(tmp_path):
+    lines = gzip.decompress((DATA / "r50k_base.tiktoken.gz").read_bytes()).splitlines(keepends=True)
+    path = tmp_path / "ranks.tiktoken"
+    path.write_bytes(b"".join(lines[:1000]).replace(b" ", b"  ", 3))  # two spaces: the Python reader's to read
+    assert Tokenizer.from_tiktoken(path).vocab == through_python_objects(path, "gpt2", None).vocab
+    # A special token spelled like a token (ranks 0-255 are the bytes: "a" is rank 64), given another id.
+    with pytest.raises(ValueError, match=r"special token 'a' is also the token of rank 64"):
+        Tokenizer.from_tiktoken(path, special_tokens={"a": 5000})
+    with pytest.raises(TypeError, match="cache_size must be an int"):
+        Tokenizer.from_tiktoken(path, cache_size="big")
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_get_encoding_makes_its_ranks_only_when_asked(name):
+    encoding = get_encoding(name)
+    assert encoding.encode("hello world") == encoding._tokenizer.encode("hello world")
+    ranks = load_ranks(RANK_FILE_OF.get(name, name))
+    assert encoding.max_token_value == max(max(ranks.values()), *DEFINITIONS[name]["special_tokens"].values())
+    assert list(encoding._mergeable_ranks.items()) == list(ranks.items())  # rank order, as tiktoken's dict
+    assert encoding.encode_single_token(b"hello") == ranks[b"hello"]
+    assert pickle.loads(pickle.dumps(encoding)) is encoding
