@@ -128,6 +128,8 @@ def train_superbpe(
     files = [os.fspath(p) for p in expand(normalize_paths(inputs), None)]
     check_modes(tie_break, documents, files)
     threads = thread_count(num_threads)
+    vocab_size = settings.vocab_size
+    check_vocab_size(vocab_size, len(specials), tie_break)
     if extend is not None:
         if transition is not None:
             raise ValueError(
@@ -140,10 +142,8 @@ def train_superbpe(
             )
         stage2 = superbpe_extend.Stage2(settings.superword_pattern, settings.max_words, settings.forbid)
         return superbpe_extend.extend_superbpe(
-            files, extend, settings.vocab_size, specials, stage2, documents, min_frequency, threads, progress
+            files, extend, vocab_size, specials, stage2, documents, min_frequency, threads, progress
         )
-    vocab_size = settings.vocab_size
-    check_vocab_size(vocab_size, len(specials), tie_break)
     common = dict(tie_break=tie_break, documents=documents, min_frequency=min_frequency, num_threads=threads)
     stage1 = train(files, vocab_size, specials, pattern=settings.pattern, progress=progress, **common)
     if settings.transition > len(stage1.merges):
