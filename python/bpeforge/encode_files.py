@@ -30,11 +30,11 @@ from bpeforge.inputs import (
     BATCH_CHARS,
     COMPRESSIONS,
     RecordOptions,
-    batched_texts,
     expand,
     jsonl_texts,
     kind,
     parquet_texts,
+    prefetched_batches,
     warn_skipped,
     whole_text,
 )
@@ -211,7 +211,7 @@ def encode_documents(
 
             writer.add_document_from_core(append)
         else:
-            for batch in batched_texts(_documents(paths[0], source_kind, records), BATCH_CHARS):
+            for batch in prefetched_batches(_documents(paths[0], source_kind, records), BATCH_CHARS):
                 writer.add_documents(*tokenizer.encode_batch_to_numpy(batch, threads))
                 counter.add(sum(len(document.encode("utf-8")) for document in batch))
 
@@ -248,7 +248,7 @@ def _encode_records(
     """Each document encoded on its own, a batch at a time in parallel, its ids appended in order."""
     import numpy as np
 
-    for batch in batched_texts(documents, BATCH_CHARS):
+    for batch in prefetched_batches(documents, BATCH_CHARS):
         ids, offsets = tokenizer.encode_batch_to_numpy(batch, threads)
         if separator is not None:
             ids = np.insert(ids, offsets[1:], separator)
