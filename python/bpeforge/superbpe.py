@@ -154,7 +154,9 @@ def train_superbpe(
     inherited = stage1.merges[: settings.transition]
     superword_pattern, forbid = settings.superword_pattern, list(settings.forbid)
     with progress_bars(progress) as bars:
-        counts = _core.Counts.from_files(files, specials, threads, None, bars, superword_pattern, documents)
+        # As in stage 1 (`train`): HF's trainer, and so the reference, counts special tokens in the text as text.
+        split = tie_break != "hf"
+        counts = _core.Counts.from_files(files, specials, threads, None, bars, superword_pattern, documents, split)
         core = counts._train_superwords(vocab_size, inherited, settings.max_words, forbid, min_frequency or 0, bars)
     result = result_from_core(core, specials, superword_pattern, vocab_size)
     return replace(result, stats=replace(result.stats, files=len(files)))
