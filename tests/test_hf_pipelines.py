@@ -445,3 +445,21 @@ def test_real_files_on_every_code_point(name):
     texts = ["".join(f"a{c}a {c}1'{c}s A{c}b\n" for c in assigned[i : i + 4096]) for i in range(0, len(assigned), 4096)]
     expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)]
     assert ours.encode_batch(texts, add_special_tokens=False) == expected
+
+
+def test_inspect_and_compare_read_samples_through_a_pipeline(tmp_path):
+    """`bpeforge inspect` and `compare` encode a sample file whole with a pipeline; bytes/token is tokenizers'."""
+    sample = tmp_path / "sample.txt"
+    text = _texts()[0]
+    sample.write_text(text, encoding="utf-8")
+    ids = _hf(FIXTURES / "llama3.json").encode(text, add_special_tokens=False).ids
+    expected = f"{len(text.encode('utf-8')) / len(ids):.2f}"
+    for command in (["inspect", str(FIXTURES / "llama3.json")], ["compare", str(FIXTURES / "llama3.json"), "gpt2"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "bpeforge", *command, "--sample", str(sample)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        assert expected in run.stdout, run.stdout

@@ -26,6 +26,7 @@ from bpeforge.arguments import thread_count
 from bpeforge.formats import npy, token_files
 from bpeforge.formats.atomic import check_output, open_atomically
 from bpeforge.formats.npy import NpyWriter
+from bpeforge.formats.whole_text import whole_text
 from bpeforge.inputs import (
     BATCH_CHARS,
     COMPRESSIONS,
@@ -36,7 +37,6 @@ from bpeforge.inputs import (
     parquet_texts,
     prefetched_batches,
     warn_skipped,
-    whole_text,
 )
 from bpeforge.progress import ProgressBars, progress_bars
 from bpeforge.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer

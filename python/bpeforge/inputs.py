@@ -262,22 +262,6 @@ def _lines(path: Path) -> Iterator[bytes]:
         yield rest
 
 
-def whole_text(path: Path) -> str:
-    """A (possibly compressed) text file as one document, read through the core's decoders; invalid UTF-8 is
-    refused naming the file and the byte offset."""
-    reader = _core.InputReader(os.fspath(path))
-    data = bytearray()
-    while block := reader.read(READ_BYTES):
-        data += block
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(
-            f"{path}: not UTF-8 at byte {err.start} (decompressed): a text file must be UTF-8; "
-            "convert it (iconv -f ENCODING -t UTF-8) or fix the bytes there"
-        ) from None
-
-
 def parquet_texts(path: Path, column: str) -> Iterator[str]:
     """The `column` of each row, read a batch of rows at a time (null rows left out). A file pyarrow cannot
     read, or a column that is not text, is an error that names the file and the column."""

@@ -130,6 +130,8 @@ def _cache_line(cache: dict[str, int]) -> str:
 
     It serves `encode`/`encode_batch` (here: the documents of --documents); the whole-file
     throughput runs `bpeforge encode`'s path, whose workers keep their own tables."""
+    if "capacity" not in cache:  # a tokenizer.json pipeline reports its budget only
+        return f"  cache        budget {cache.get('budget_bytes', 0) / 2**20:.1f} MiB"
     if cache["capacity"] == 0:
         return "  cache        off"
     lookups = cache["hits"] + cache["misses"]

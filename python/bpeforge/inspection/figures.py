@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bpeforge.formats.whole_text import whole_text
 from bpeforge.inspection.token_text import show_token
 from bpeforge.tokenizer import Tokenizer
 
@@ -101,9 +102,16 @@ def _timed_encode(tokenizer: Tokenizer, path, threads: int | None) -> tuple[int,
     def count(data: bytes) -> None:
         tokens[0] += len(data) // ID_BYTES
 
+    def encode_once() -> int:
+        if getattr(tokenizer, "runs_pipeline", False):  # a tokenizer.json pipeline encodes the file whole
+            text = whole_text(path)
+            tokens[0] += len(tokenizer.encode_to_numpy(text, add_special_tokens=False))
+            return len(text.encode("utf-8"))
+        return tokenizer._core.encode_files([os.fspath(path)], ID_BYTES, count, threads)
+
     passes, started = 0, time.perf_counter()
     while passes == 0 or time.perf_counter() - started < MIN_TIMED_SECONDS:
-        size = tokenizer._core.encode_files([os.fspath(path)], ID_BYTES, count, threads)
+        size = encode_once()
         passes += 1
     return size, tokens[0] // passes, (time.perf_counter() - started) / passes
 

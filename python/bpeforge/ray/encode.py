@@ -35,7 +35,7 @@ from bpeforge.formats import token_files
 from bpeforge.formats.atomic import check_apart_from_inputs, check_output, write_text_atomically
 from bpeforge.formats.gpt2 import read_json
 from bpeforge.formats.npy import NpyWriter
-from bpeforge.inputs import whole_text
+from bpeforge.formats.whole_text import whole_text
 from bpeforge.ray import cluster
 from bpeforge.ray.dataset import TEXT_COLUMN, block_texts, is_dataset, row_blocks
 from bpeforge.ray.jobs import SHARD_TASK_OPTIONS, wait_all
