@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 from bpeforge import _core
 from bpeforge.formats.atomic import write_directory_atomically, write_text_atomically
 from bpeforge.formats.gpt2 import TOKENIZER_FILES, decode_token, encode_token, read_json
+from bpeforge.formats.hf_config import added_token_entry, json_text, special_roles, tokenizer_config
 from bpeforge.formats.oniguruma import from_onig_regex, onig_regex, reads_alike
 from bpeforge.formats.parts import (
     PathLike,
@@ -122,13 +123,13 @@ def save_hf(
     """
     text = json.dumps(hf_document(tokenizer), ensure_ascii=False, indent=2) + "\n"
     path = Path(path)
-    roles = _hf_special_roles(tokenizer, eos=eos_token, bos=bos_token, pad=pad_token)
+    roles = special_roles(tokenizer, eos=eos_token, bos=bos_token, pad=pad_token)
     if is_hf_file_output(path):
         return write_text_atomically(path, text, overwrite=overwrite)
     files = {
         HF_FILE: text,
-        HF_CONFIG_FILE: _json_text(_hf_tokenizer_config(tokenizer, roles)),
-        HF_SPECIAL_TOKENS_FILE: _json_text(roles),
+        HF_CONFIG_FILE: json_text(tokenizer_config(tokenizer, roles)),
+        HF_SPECIAL_TOKENS_FILE: json_text(roles),
     }
     return write_directory_atomically(path, files, overwrite=overwrite, owned=(*TOKENIZER_FILES, *HF_FILES))
 
@@ -145,40 +146,6 @@ HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"
 HF_FILES = (HF_FILE, HF_CONFIG_FILE, HF_SPECIAL_TOKENS_FILE)
 
 
-def _hf_special_roles(tokenizer: Tokenizer, **roles: str | None) -> dict[str, str]:
-    """`{"eos_token": ..., ...}`: the roles given, and eos as `<|endoftext|>` by default when it is special."""
-    if roles["eos"] is None and "<|endoftext|>" in tokenizer.special_tokens:
-        roles["eos"] = "<|endoftext|>"
-    for role, token in roles.items():
-        if token is not None and token not in tokenizer.special_tokens:
-            raise ValueError(
-                f"{role}_token {token!r} is not a special token of this tokenizer "
-                f"(its special tokens: {tokenizer.special_tokens}); add it as a special token first"
-            )
-    return {f"{role}_token": token for role, token in roles.items() if token is not None}
-
-
-def _hf_tokenizer_config(tokenizer: Tokenizer, roles: dict[str, str]) -> dict[str, Any]:
-    """`tokenizer_config.json` as transformers writes it for a fast tokenizer built from `tokenizer.json`:
-    the class, the special tokens with their roles, and no length limit or clean-up of spaces (either
-    would change the text that encode and decode give)."""
-    added = {
-        str(token_id): {key: value for key, value in _hf_added_token(token, token_id).items() if key != "id"}
-        for token, token_id in special_ids(tokenizer).items()
-    }
-    return {
-        "added_tokens_decoder": added,
-        **roles,
-        "clean_up_tokenization_spaces": False,
-        "model_max_length": 1000000000000000019884624838656,  # transformers' "no limit"
-        "tokenizer_class": "PreTrainedTokenizerFast",
-    }
-
-
-def _json_text(document: dict[str, Any]) -> str:
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
-
-
 def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
     """The `tokenizer.json` content for `tokenizer`, as a JSON-ready dict."""
     specials = special_ids(tokenizer)
@@ -186,7 +153,7 @@ def hf_document(tokenizer: Tokenizer) -> dict[str, Any]:
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": [_hf_added_token(token, token_id) for token, token_id in specials.items()],
+        "added_tokens": [added_token_entry(token, token_id) for token, token_id in specials.items()],
         "normalizer": None,
         "pre_tokenizer": hf_pre_tokenizer(tokenizer.pattern),
         "post_processor": None,
@@ -269,18 +236,6 @@ def _check_all_bytes(vocab: dict[int, bytes], where: str) -> None:
             f"{where}the vocabulary has no token for {len(missing)} of the 256 bytes (0x{missing[0]:02X} first); "
             "Tokenizer.from_hf runs such a file as a pipeline"
         )
-
-
-def _hf_added_token(token: str, token_id: int) -> dict[str, Any]:
-    return {
-        "id": token_id,
-        "content": token,
-        "single_word": False,
-        "lstrip": False,
-        "rstrip": False,
-        "normalized": False,
-        "special": True,
-    }
 
 
 def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:
