@@ -106,6 +106,10 @@ fn place_chunks(
     // end of the first token the last chunk placed, so it moves on.
     let (mut start, mut floor) = (0, 0);
     let mut previous: Option<&[u8]> = None;
+    // What `kept_tokens` gave for the ids in `chunks.ids`: a run's chunks
+    // repeat, and its ids are walked once, not once a chunk (1 MB of
+    // spaces is a million ids under GPT-2).
+    let mut kept_memo = None;
     loop {
         let mut tries = 0;
         let end = loop {
@@ -115,7 +119,7 @@ fn place_chunks(
             if previous != Some(chunk) {
                 chunks.ids.clear();
                 encode_piece(chunk, vocab, scratch, &mut chunks.ids);
-                previous = Some(chunk);
+                (previous, kept_memo) = (Some(chunk), None);
             }
             let first = chunks.ids[0];
             if out.len() == base || compatible(out[out.len() - 1], first, vocab, scratch, chunks) {
@@ -134,22 +138,26 @@ fn place_chunks(
             out.extend_from_slice(&chunks.ids);
             return true;
         }
-        // Keep the tokens that end at least `MARGIN` bytes before the cut,
-        // and the first whatever its end.
-        let (mut kept_end, mut kept) = (start, 0);
-        for &id in &chunks.ids {
-            let token_end = kept_end + vocab.token_len(id);
-            if kept > 0 && token_end + MARGIN > end {
-                break;
-            }
-            (kept_end, kept) = (token_end, kept + 1);
-            if kept == 1 {
-                floor = token_end;
-            }
-        }
+        let (kept, kept_bytes) = *kept_memo.get_or_insert_with(|| kept_tokens(&chunks.ids, end - start, vocab));
+        floor = start + vocab.token_len(chunks.ids[0]);
         out.extend_from_slice(&chunks.ids[..kept]);
-        start = kept_end;
+        start += kept_bytes;
     }
+}
+
+/// How many of a chunk's first tokens to keep, and their bytes: those that
+/// end at least `MARGIN` bytes before the chunk's cut, and the first
+/// whatever its end.
+fn kept_tokens(ids: &[u32], chunk_len: usize, vocab: &Vocabulary) -> (usize, usize) {
+    let (mut kept, mut bytes) = (0, 0);
+    for &id in ids {
+        let token_end = bytes + vocab.token_len(id);
+        if kept > 0 && token_end + MARGIN > chunk_len {
+            break;
+        }
+        (kept, bytes) = (kept + 1, token_end);
+    }
+    (kept, bytes)
 }
 
 /// Whether merging the bytes of `left` then `right` gives `[left, right]`.
