@@ -236,3 +236,24 @@ def test_the_cli_writes_the_forks_merges(tmp_path):
     assert "superword tokens (spanning words): " in run.stdout and "bytes/token" in run.stdout
     written = (output / "merges.txt").read_text(encoding="utf-8").splitlines()
     assert written == (FIXTURES / case["merges"]).read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize("case", fixture_cases()[:1], ids=lambda case: case["name"])
+def test_the_reference_pipelines_as_pre_tokenizer_objects_give_the_forks_merges(case):
+    """The tokenizer.json `pre_tokenizer` objects the reference builds, passed as such, cut as the patterns do."""
+    from bpeforge.formats.superbpe_pipelines import reference_pre_tokenizer
+
+    corpus = FIXTURES / case["corpus"]
+    stage1, stage2 = reference_pre_tokenizer(STAGE1_PATTERN), reference_pre_tokenizer(SUPERWORD_PATTERN)
+    result = train_superbpe(
+        corpus,
+        case["vocab_size"],
+        transition=case["t"] - 1,
+        pre_tokenizer=stage1,
+        superword_pre_tokenizer=json.dumps(stage2),
+        num_threads=2,
+    )
+    fork = [tuple(line.split(" ")) for line in (FIXTURES / case["merges"]).read_text(encoding="utf-8").splitlines()[1:]]
+    assert spelled(result.merges) == fork
+    with pytest.raises(ValueError, match="not both"):
+        train_superbpe(corpus, case["vocab_size"], transition=10, pattern=STAGE1_PATTERN, pre_tokenizer=stage1)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from bpeforge import _core, superbpe_extend
 from bpeforge.arguments import check_positive, thread_count
+from bpeforge.formats.hf_pre_tokenizer import training_pattern
 from bpeforge.formats.superbpe_pipelines import (
     NUMERAL_GROUPS,
     O200K_LIKE_PATTERN,
@@ -84,6 +85,8 @@ def train_superbpe(
     recipe: str = "paper",
     pattern: str | None = None,
     superword_pattern: str | None = None,
+    pre_tokenizer: dict | str | None = None,
+    superword_pre_tokenizer: dict | str | None = None,
     max_words: int | None = None,
     forbid: Iterable[bytes] | None = None,
     extend: TokenizerSource | None = None,
@@ -120,7 +123,13 @@ def train_superbpe(
     superword ones) and its pattern is `superword_pattern`, so its tokenizer
     encodes as the released SuperBPE tokenizers do, and `save_hf` writes the
     reference's pre-tokenizer for it.
+
+    `pre_tokenizer` and `superword_pre_tokenizer` give stage 1's and stage 2's
+    cut as tokenizer.json `pre_tokenizer` objects (the reference's own
+    pipelines included) instead of `pattern` and `superword_pattern`.
     """
+    pattern = _pattern_or_pipeline("pattern", pattern, pre_tokenizer)
+    superword_pattern = _pattern_or_pipeline("superword_pattern", superword_pattern, superword_pre_tokenizer)
     settings = _settings(recipe, vocab_size, transition, pattern, superword_pattern, max_words, forbid)
     if tie_break != "hf":
         raise ValueError('train_superbpe follows the reference trainer, HF tokenizers\' fork: use tie_break="hf"')
@@ -160,6 +169,14 @@ def train_superbpe(
         core = counts._train_superwords(vocab_size, inherited, settings.max_words, forbid, min_frequency or 0, bars)
     result = result_from_core(core, specials, superword_pattern, vocab_size)
     return replace(result, stats=replace(result.stats, files=len(files)))
+
+
+def _pattern_or_pipeline(name: str, pattern: str | None, pipeline: dict | str | None) -> str | None:
+    if pipeline is None:
+        return pattern
+    if pattern is not None:
+        raise ValueError(f"give {name} or its pre_tokenizer, not both: each says how the text is cut")
+    return training_pattern(pipeline)
 
 
 def _settings(
