@@ -1,6 +1,6 @@
-"""The vocabulary and merges of a tokenizer whose core was built straight from its file (a tiktoken rank
-file, `bpeforge.formats.rank_file`): made as Python objects from the core when first needed, not while
-loading.
+"""The vocabulary and merges of a tokenizer whose core was built straight from its files (a tiktoken rank
+file, `bpeforge.formats.rank_file`; GPT-2's `vocab.json` and `merges.txt`, `formats/gpt2_vocab.rs`): made as
+Python objects from the core when first needed, not while loading.
 
 o200k's vocabulary dict and 400 K merge sides took longer to make than the core's whole encoder, and an
 encode needs neither: `encode` after `get_encoding("o200k_base")` or `Tokenizer.from_tiktoken` makes none.
@@ -10,17 +10,16 @@ tokenizer built with them, as every other loader does, just holds them); the siz
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from bpeforge import _core
-from bpeforge.formats import rank_file, tiktoken_ranks
+from bpeforge.formats import gpt2, rank_file, tiktoken_ranks
+from bpeforge.formats.parts import TokenizerParts
 from bpeforge.patterns import normalize_pattern
-
-if TYPE_CHECKING:
-    from bpeforge.formats.parts import TokenizerParts
 
 T = TypeVar("T", bound="CoreTables")
 
@@ -68,12 +67,58 @@ class CoreTables:
         """`Tokenizer.from_tiktoken`: straight to the core (`formats/rank_file.py`), or through Python objects
         for a file or arguments that need a closer look."""
         data = tiktoken_ranks.file_bytes(path)
-        built = rank_file.rank_file_encoder(data, normalize_pattern(pattern), special_tokens, cache_size)
+        with _named(path):
+            built = rank_file.rank_file_encoder(data, normalize_pattern(pattern), special_tokens, cache_size)
         if built is not None:
             return cls._from_core(*built, cache_size)
         parts = tiktoken_ranks.load_tiktoken_bytes(data, path, pattern, special_tokens)
         return cls._from_parts(parts, path, cache_size)
 
     @classmethod
+    def _from_gpt2_files(
+        cls: type[T],
+        vocab_path: str | os.PathLike[str],
+        merges_path: str | os.PathLike[str],
+        special_tokens: Iterable[str] | None,
+        pattern: str,
+        cache_size: int,
+        where: str | os.PathLike[str] | None = None,
+    ) -> T:
+        """`Tokenizer.from_files` and `load`: GPT-2's two files straight to the core
+        (`formats/gpt2_vocab.rs`), or through Python objects for files or arguments that need a closer look.
+        `where` names the files in errors."""
+        where = where or f"{vocab_path}, {merges_path}"
+        names = _special_names(special_tokens)
+        if names is not None and type(cache_size) is int and 0 <= cache_size < 2**63:
+            with open(vocab_path, "rb") as vocab_file, open(merges_path, "rb") as merges_file:
+                vocab, merges = vocab_file.read(), merges_file.read()
+            with _named(where):
+                core = _core.encoder_from_gpt2_files(vocab, merges, names, normalize_pattern(pattern), cache_size)
+            if core is not None:
+                return cls._from_core(core, names, cache_size)
+        parts = TokenizerParts(*gpt2.load_files(vocab_path, merges_path), special_tokens, pattern)
+        return cls._from_parts(parts, where, cache_size)
+
+    @classmethod
     def _from_parts(cls: type[T], parts: TokenizerParts, path: str | os.PathLike[str], cache_size: int) -> T:
         raise NotImplementedError  # bpeforge.Tokenizer's
+
+
+def _special_names(special_tokens: Iterable[str] | None) -> list[str] | None:
+    """The special tokens, repeats dropped, or None when any is not a non-empty str (the constructor says
+    what is wrong)."""
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, (str, bytes)):
+        return None
+    names = list(special_tokens)
+    return list(dict.fromkeys(names)) if all(type(name) is str and name for name in names) else None
+
+
+@contextlib.contextmanager
+def _named(path: str | os.PathLike[str]) -> Iterator[None]:
+    """A ValueError (a bad pattern, say) names the file, as `Tokenizer._from_parts` does."""
+    try:
+        yield
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None

@@ -123,16 +123,15 @@ class Tokenizer(core_tables.CoreTables):
     ) -> Tokenizer:
         """Load GPT-2-style `vocab.json` and `merges.txt` (as `bpeforge.save` writes and GPT-2 ships)."""
         with _gc_paused():
-            parts = TokenizerParts(*gpt2.load_files(vocab_filepath, merges_filepath), special_tokens, pattern)
-            return cls._from_parts(parts, f"{vocab_filepath}, {merges_filepath}", cache_size)
+            return cls._from_gpt2_files(vocab_filepath, merges_filepath, special_tokens, pattern, cache_size)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Load a directory written by `bpeforge.save` / `bpeforge train`, special tokens included."""
         meta = gpt2.load_meta(directory)
+        files = (Path(directory) / gpt2.VOCAB_FILE, Path(directory) / gpt2.MERGES_FILE)
         with _gc_paused():
-            parts = TokenizerParts(*gpt2.load(directory), meta["special_tokens"], meta["pattern"])
-            return cls._from_parts(parts, directory, cache_size)
+            return cls._from_gpt2_files(*files, meta["special_tokens"], meta["pattern"], cache_size, directory)
 
     @classmethod
     def from_hf(cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:

@@ -227,6 +227,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_gpt2_files, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rank_file, m)?)?;
     m.add_function(wrap_pyfunction!(rank_file::encoder_from_rank_file, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_file::encoder_from_gpt2_files, m)?)?;
     m.add_function(wrap_pyfunction!(rank_file::encoder_vocab, m)?)?;
     m.add_function(wrap_pyfunction!(rank_file::encoder_merges, m)?)?;
     m.add_function(wrap_pyfunction!(rank_file::encoder_sizes, m)?)?;

@@ -1,9 +1,10 @@
-//! A tiktoken rank file straight to an `Encoder` (`bpeforge::rank_file_vocabulary`),
+//! A tiktoken rank file, or GPT-2's `vocab.json` and `merges.txt`, straight
+//! to an `Encoder` (`bpeforge::rank_file_vocabulary`, `gpt2_files_vocabulary`),
 //! and the vocabulary and merges of an encoder as Python objects, made only
 //! when the Python layer first needs them (o200k's 200 K tokens as a dict and
 //! 400 K merge sides were most of loading it, and an encode needs neither).
 
-use bpeforge::{rank_file_vocabulary, Encoder, Pattern, SpecialId};
+use bpeforge::{gpt2_files_vocabulary, rank_file_vocabulary, Encoder, Pattern, SpecialId, Vocabulary};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
@@ -23,12 +24,38 @@ pub fn encoder_from_rank_file(
     pattern: &str,
     cache_bytes: usize,
 ) -> PyResult<Option<PyEncoder>> {
-    let pattern = Pattern::new(pattern).map_err(to_py_err)?;
     let names: Vec<String> = special_tokens.iter().map(|(name, _)| name.clone()).collect();
-    let Some(vocab) = py.detach(|| rank_file_vocabulary(data, splits, &special_tokens)) else {
-        return Ok(None);
-    };
-    let encoder = py.detach(|| Encoder::new(vocab, &names, pattern)).map_err(to_py_err)?;
+    let vocab = py.detach(|| rank_file_vocabulary(data, splits, &special_tokens));
+    encoder_of(py, vocab, &names, pattern, cache_bytes)
+}
+
+/// The encoder of GPT-2's `vocab.json` and `merges.txt` contents with
+/// `special_tokens` (appended after the largest id unless spelled like a
+/// token), or None when the files or the specials hold anything unusual: the
+/// Python reader then decides and names it.
+#[pyfunction]
+pub fn encoder_from_gpt2_files(
+    py: Python<'_>,
+    vocab: &[u8],
+    merges: &[u8],
+    special_tokens: Vec<String>,
+    pattern: &str,
+    cache_bytes: usize,
+) -> PyResult<Option<PyEncoder>> {
+    let built = py.detach(|| gpt2_files_vocabulary(vocab, merges, &special_tokens));
+    encoder_of(py, built, &special_tokens, pattern, cache_bytes)
+}
+
+fn encoder_of(
+    py: Python<'_>,
+    vocab: Option<Vocabulary>,
+    special_tokens: &[String],
+    pattern: &str,
+    cache_bytes: usize,
+) -> PyResult<Option<PyEncoder>> {
+    let pattern = Pattern::new(pattern).map_err(to_py_err)?;
+    let Some(vocab) = vocab else { return Ok(None) };
+    let encoder = py.detach(|| Encoder::new(vocab, special_tokens, pattern)).map_err(to_py_err)?;
     PyEncoder::from_encoder(py, encoder, cache_bytes).map(Some)
 }
 

@@ -1,5 +1,6 @@
-"""Loading a tiktoken rank file straight to the core (`formats/rank_file.py`, `core_tables.py`): the tokenizer
-and the encoding are those the Python objects build, with their tables made only when asked for."""
+"""Loading straight to the core (a tiktoken rank file, `formats/rank_file.py`; GPT-2's `vocab.json` and
+`merges.txt`, `formats/gpt2_vocab.rs`; `core_tables.py`): the tokenizer and the encoding are those the Python
+objects build, with their tables made only when asked for."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pickle
 
 import pytest
 from bpeforge import Tokenizer
-from bpeforge.formats import tiktoken_ranks
+from bpeforge.formats import gpt2, tiktoken_ranks
+from bpeforge.formats.parts import TokenizerParts
 from bpeforge.tiktoken import get_encoding
 from bpeforge.tiktoken.registry import DATA, DEFINITIONS, RANK_FILE_OF, load_ranks
 from corpora import SCRIPT_SAMPLES
@@ -24,10 +26,10 @@ def through_python_objects(path, pattern, special_tokens) -> Tokenizer:
     return Tokenizer(parts.vocab, parts.merges, parts.special_tokens, pattern=parts.pattern)
 
 
-def assert_same_tokenizer(loaded: Tokenizer, expected: Tokenizer) -> None:
+def assert_same_tokenizer(loaded: Tokenizer, expected: Tokenizer, text: str = TEXT) -> None:
     # Sizes first: from the core, before the tables exist.
     assert (loaded.vocab_size, len(loaded), loaded.n_vocab) == (expected.vocab_size, len(expected), expected.n_vocab)
-    assert loaded.encode(TEXT) == expected.encode(TEXT)
+    assert loaded.encode(text) == expected.encode(text)
     # The seeds chosen without a BPE each (the merges are the ranks') are those the BPE check keeps.
     assert loaded.cache_info()["seeds"] == expected.cache_info()["seeds"] > 0
     assert "_vocab" not in loaded.__dict__ and "_merges" not in loaded.__dict__, "made while loading"
@@ -80,3 +82,27 @@ def test_get_encoding_makes_its_ranks_only_when_asked(name):
     assert list(encoding._mergeable_ranks.items()) == list(ranks.items())  # rank order, as tiktoken's dict
     assert encoding.encode_single_token(b"hello") == ranks[b"hello"]
     assert pickle.loads(pickle.dumps(encoding)) is encoding
+
+
+def test_gpt2_files_load_as_through_python_objects(gpt2_paths, cs336_texts, tmp_path):
+    text = TEXT + "".join(cs336_texts.values())
+    parts = TokenizerParts(*gpt2.load_files(*gpt2_paths), ["<|endoftext|>", "<|pad|>"], "gpt2")
+    expected = Tokenizer(parts.vocab, parts.merges, parts.special_tokens)
+    # "<|endoftext|>" is in GPT-2's vocab.json: it stands for id 50256; "<|pad|>" is appended.
+    loaded = Tokenizer.from_files(*gpt2_paths, ["<|endoftext|>", "<|pad|>", "<|pad|>"])
+    assert (loaded.token_to_id("<|endoftext|>"), loaded.token_to_id("<|pad|>")) == (50256, 50257)
+    assert_same_tokenizer(loaded, expected, text)
+    expected.save(tmp_path / "saved")
+    assert_same_tokenizer(Tokenizer.load(tmp_path / "saved"), expected, text)
+
+
+def test_gpt2_files_the_core_leaves_to_python_still_load_or_are_named(tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b" w", 257: b"or", 258: b" wor"}
+    saved = Tokenizer(vocab, [(b" ", b"w"), (b"o", b"r"), (b" w", b"or")]).save(tmp_path / "t")
+    merges = saved / gpt2.MERGES_FILE
+    merges.write_text(merges.read_text().replace("\n", "\r\n") + "\n\n")  # read by both readers
+    assert Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges).encode(" world") == [258, 108, 100]
+    with pytest.raises(ValueError, match=r"merges.txt: pattern \"\(unclosed\" does not compile"):
+        Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges, pattern="(unclosed")
+    with pytest.raises(TypeError, match="special tokens must be str"):
+        Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges, [b"<|x|>"])
