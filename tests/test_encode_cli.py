@@ -255,17 +255,17 @@ def test_encode_takes_what_train_takes(tokenizer_dir, tokenizer, corpus_dir, tmp
 def test_a_tokenizer_for_text_files_alone_is_built_without_the_encode_cache(corpus_dir, tmp_path):
     """Text files are encoded by workers with tables of their own (encode/files.rs), so `bpeforge encode` builds
     its tokenizer without the cache and the seeded table a tokenizer keeps for later calls (25-40 ms of its start);
-    records are encoded in batches that use them, and a directory that cannot be listed keeps the default."""
-    from bpeforge.encode_files import cache_size_for, list_inputs
-    from bpeforge.tokenizer import DEFAULT_CACHE_SIZE
+    records are encoded in batches that use a small one (the workers' tables answer nearly every piece), and a
+    directory that cannot be listed gets it too."""
+    from bpeforge.encode_files import RECORDS_CACHE_SIZE, cache_size_for, list_inputs
 
     root, _ = corpus_dir
     assert cache_size_for(list_inputs([root], "*.txt*")) == 0
     assert cache_size_for(list_inputs([root / "a.txt", root / "c.txt.xz"])) == 0
-    assert cache_size_for(list_inputs([root])) == DEFAULT_CACHE_SIZE  # a .jsonl and a .parquet among them
-    assert cache_size_for(list_inputs([root / "a.txt", root / "sub" / "d.jsonl"])) == DEFAULT_CACHE_SIZE
+    assert cache_size_for(list_inputs([root])) == RECORDS_CACHE_SIZE  # a .jsonl and a .parquet among them
+    assert cache_size_for(list_inputs([root / "a.txt", root / "sub" / "d.jsonl"])) == RECORDS_CACHE_SIZE
     (tmp_path / "empty").mkdir()
-    assert cache_size_for(list_inputs([tmp_path / "empty"])) == DEFAULT_CACHE_SIZE  # its error comes from encode_files
+    assert cache_size_for(list_inputs([tmp_path / "empty"])) == RECORDS_CACHE_SIZE  # its error comes from encode_files
 
 
 def test_document_separator_follows_each_file_and_record(tokenizer_dir, tokenizer, corpus_dir, tmp_path):

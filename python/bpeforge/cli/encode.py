@@ -91,7 +91,10 @@ def _run_encode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return run_encode(args, _separator_id)
     args.inputs = stdin_inputs(args.inputs)
     files = encode_files.list_inputs(args.inputs, args.glob)
-    tokenizer = open_from_args(args.tokenizer, args, cache_size=encode_files.cache_size_for(files))
+    cache_size = encode_files.cache_size_for(files)
+    tokenizer = open_from_args(args.tokenizer, args, cache_size=cache_size)
+    if tokenizer.cache_size > cache_size:  # a bundled encoding keeps its own budget; this process is the run's
+        tokenizer.set_cache_size(cache_size)
     # The tokenizer lives until the process ends: frozen, its objects (a tuple, a bytes and an int a token and a
     # merge) are not walked again by the collection at exit, 7 of the 125 ms of encoding a small file with GPT-2.
     gc.freeze()
