@@ -37,6 +37,15 @@ impl<K: Borrow<[u8]> + Hash + Eq, V: Copy> TokenIndex<K, V> {
         };
     }
 
+    /// The number of distinct tokens held.
+    pub fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn get(&self, bytes: &[u8]) -> Option<V> {
         match pack(bytes) {
             Some(key) => self.short.get(&key).copied(),
@@ -83,5 +92,6 @@ mod tests {
         assert_eq!(index.get(&[b'y'; 15]), Some(5));
         assert_eq!(index.get(&[b'y'; 16]), Some(6));
         assert_eq!((index.get(b""), index.get(b"b"), index.get(&[b'x'; 39])), (None, None, None));
+        assert_eq!(index.len(), 5, "six tokens, two of them the same");
     }
 }

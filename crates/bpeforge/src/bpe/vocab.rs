@@ -40,12 +40,18 @@ impl Vocabulary {
         Ok(Self::assemble(tokens, ids, table, junction_ranks(merges)))
     }
 
-    /// As `new`, with the merges given as ids (`IdMerge`, in rank order):
-    /// for a tiktoken rank file, whose merges' parts are known by id
-    /// (`formats/rank_vocab.rs`). Fails, naming the merge, when an id is no
-    /// token.
-    pub fn from_id_merges(entries: Vec<(u32, Vec<u8>)>, merges: &[IdMerge]) -> Result<Self, Error> {
+    /// As `new`, with the merges given as ids (`IdMerge`, in rank order) by
+    /// `merges`, from the tokens by id and their index: for a tiktoken rank
+    /// file, whose merges' parts are known by id or found in that index
+    /// (`formats/rank_vocab.rs`), so that no second index is built. Fails,
+    /// naming the merge, when an id is no token.
+    pub fn from_id_merges(
+        entries: Vec<(u32, Vec<u8>)>,
+        merges: impl FnOnce(&[Option<Box<[u8]>>], &TokenIndex) -> Result<Vec<IdMerge>, Error>,
+    ) -> Result<Self, Error> {
         let tokens = token_table(entries)?;
+        let ids = TokenIndex::new(&tokens);
+        let merges = merges(&tokens, &ids)?;
         let bytes_of = |id: u32| tokens.get(id as usize).and_then(|token| token.as_deref());
         let as_bytes = merges
             .iter()
@@ -58,8 +64,7 @@ impl Vocabulary {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let junction = junction_ranks(&as_bytes);
-        let ids = TokenIndex::new(&tokens);
-        let table = MergeTable::from_ids(&ids, merges)?;
+        let table = MergeTable::from_ids(&ids, &merges)?;
         Ok(Self::assemble(tokens, ids, table, junction))
     }
 

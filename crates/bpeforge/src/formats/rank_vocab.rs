@@ -9,7 +9,7 @@
 //! part; the Python layer checks the file's sha256 first). A merge's result is
 //! the token of its rank, so only its two parts are looked up.
 //!
-//! Anything unusual (a line `parse_rank_file` defers, a token that is no
+//! Anything unusual (a line `tiktoken.rs` defers, a token that is no
 //! merge, a missing byte, a special token spelled like a token or given a
 //! token's id) gives `None`: the Python reader then builds the tokenizer its
 //! own way, which decides and names the problem with the file's path.
@@ -17,8 +17,9 @@
 use crate::bpe::merges::IdMerge;
 use crate::bpe::token_index::TokenIndex;
 use crate::bpe::vocab::Vocabulary;
+use crate::error::Error;
 use crate::formats::rank_merges::merge_splits;
-use crate::formats::tiktoken::parse_rank_file;
+use crate::formats::tiktoken::parse_rank_lines;
 
 /// A special token and its id; `None`: the next id after every id before it
 /// (as a list of special tokens is placed after the ranks).
@@ -27,61 +28,67 @@ pub type SpecialId = (String, Option<u32>);
 /// The vocabulary of the rank file `data` with `specials` (see the top), or
 /// `None` for the Python reader. `splits`: the shipped splits of this file.
 pub fn rank_file_vocabulary(data: &[u8], splits: Option<&[u8]>, specials: &[SpecialId]) -> Option<Vocabulary> {
-    let ranks = parse_rank_file(data)?;
-    let merges = match splits {
-        Some(splits) => merges_from_splits(&ranks, splits)?,
-        None => recovered_merges(&ranks)?,
-    };
-    let mut entries: Vec<(u32, Vec<u8>)> = ranks.into_iter().map(|(token, rank)| (rank, token)).collect();
+    let mut entries = parse_rank_lines(data)?;
+    let ordinary = entries.len();
     place_specials(&mut entries, specials)?;
-    let mut vocab = Vocabulary::from_id_merges(entries, &merges).ok()?;
+    let merges = |tokens: &[Option<Box<[u8]>>], ids: &TokenIndex| {
+        // Every token spelled once (the rank file's, the specials'): as many as the index holds.
+        let ranks: Vec<(&[u8], u32)> = (tokens.iter().enumerate())
+            .filter_map(|(id, token)| Some((token.as_deref()?, id as u32)))
+            .take(ordinary)
+            .collect();
+        let distinct = ids.len() == ordinary + specials.len();
+        let merges = match splits {
+            Some(splits) => distinct.then(|| merges_from_splits(&ranks, splits, ids)).flatten(),
+            None => distinct.then(|| recovered_merges(&ranks)).flatten(),
+        };
+        merges.ok_or_else(|| Error::InvalidArgument("left to the Python reader".into()))
+    };
+    let mut vocab = Vocabulary::from_id_merges(entries, merges).ok()?;
     vocab.mark_merges_from_ranks();
     Some(vocab)
 }
 
-/// The merges of `ranks` (in rank order) from their shipped `splits`.
-fn merges_from_splits(ranks: &[(Vec<u8>, u32)], splits: &[u8]) -> Option<Vec<IdMerge>> {
-    let mut index: TokenIndex<&[u8], u32> = TokenIndex::default();
-    for (token, rank) in ranks {
-        index.insert_first(token, || token, *rank);
-    }
+/// The merges of `ranks` (`(token, rank)` in rank order) from their shipped
+/// `splits`, their parts found in `ids`.
+fn merges_from_splits(ranks: &[(&[u8], u32)], splits: &[u8], ids: &TokenIndex) -> Option<Vec<IdMerge>> {
     let merged = ranks.iter().filter(|(token, _)| token.len() > 1);
     if merged.clone().count() != splits.len() {
         return None;
     }
-    let merge = |(token, rank): &(Vec<u8>, u32), left: usize| {
+    let merge = |&(token, rank): &(&[u8], u32), left: usize| {
         let (left, right) = (token.get(..left)?, token.get(left..)?);
-        Some((index.get(left)?, index.get(right)?, *rank))
+        Some((ids.get(left)?, ids.get(right)?, rank))
     };
     merged.zip(splits).map(|(token, &left)| merge(token, left as usize)).collect()
 }
 
-/// The merges of `ranks` (in rank order) recovered from them.
-fn recovered_merges(ranks: &[(Vec<u8>, u32)]) -> Option<Vec<IdMerge>> {
+/// The merges of `ranks` (`(token, rank)` in rank order) recovered from them.
+fn recovered_merges(ranks: &[(&[u8], u32)]) -> Option<Vec<IdMerge>> {
     let splits = merge_splits(ranks).ok()??;
     let merged = ranks.iter().filter(|(token, _)| token.len() > 1);
     Some(merged.zip(splits).map(|((_, rank), (left, right))| (ranks[left].1, ranks[right].1, *rank)).collect())
 }
 
-/// Add `specials` to `entries` (the ranks' tokens, by rank), or `None` when
-/// one is spelled like a token, takes a token's id, or is given twice.
+/// Add `specials` to `entries` (the ranks' `(rank, token)`, in rank order),
+/// or `None` when one takes an id already given. One spelled like a token is
+/// found by the caller (the index then holds fewer tokens than there are).
 fn place_specials(entries: &mut Vec<(u32, Vec<u8>)>, specials: &[SpecialId]) -> Option<()> {
-    let tokens: rustc_hash::FxHashSet<&[u8]> = entries.iter().map(|(_, token)| token.as_slice()).collect();
-    let mut ids: rustc_hash::FxHashSet<u32> = entries.iter().map(|&(id, _)| id).collect();
-    let mut next = entries.iter().map(|&(id, _)| id + 1).max().unwrap_or(0);
-    let mut placed = Vec::with_capacity(specials.len());
+    let ordinary = entries.len();
+    let mut next = entries.last().map_or(0, |&(rank, _)| rank as u64 + 1);
     for (name, id) in specials {
-        let (bytes, id) = (name.as_bytes(), id.unwrap_or(next));
-        if tokens.contains(bytes) || placed.iter().any(|(_, token): &(u32, Vec<u8>)| token == bytes) {
+        let id = match id {
+            Some(id) => *id,
+            None => u32::try_from(next).ok()?,
+        };
+        let taken = entries[..ordinary].binary_search_by_key(&id, |&(rank, _)| rank).is_ok()
+            || entries[ordinary..].iter().any(|&(other, _)| other == id);
+        if taken {
             return None;
         }
-        if !ids.insert(id) {
-            return None;
-        }
-        next = next.max(id.checked_add(1)?);
-        placed.push((id, bytes.to_vec()));
+        next = next.max(id as u64 + 1);
+        entries.push((id, name.as_bytes().to_vec()));
     }
-    entries.extend(placed);
     Some(())
 }
 
@@ -110,7 +117,7 @@ mod tests {
     #[test]
     fn splits_and_recovery_give_the_merges_the_ranks_imply() {
         let file = rank_file(&[]);
-        let ranks = parse_rank_file(&file).unwrap();
+        let ranks = crate::formats::tiktoken::parse_rank_file(&file).unwrap();
         let recovered = rank_file_vocabulary(&file, None, &[]).unwrap();
         let shipped = rank_file_vocabulary(&file, Some(&[1, 1, 2]), &[]).unwrap();
         assert_eq!(merges_as_bytes(&recovered), merges_from_ranks(&ranks).unwrap());
