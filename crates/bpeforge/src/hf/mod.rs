@@ -26,7 +26,9 @@
 mod added_tokens;
 mod affix_bpe;
 mod char_classes;
+mod class_run;
 mod decoders;
+mod deepseek_split;
 mod json;
 mod model;
 mod normalizers;

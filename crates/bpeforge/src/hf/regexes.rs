@@ -1,7 +1,8 @@
 //! The regexes of a `tokenizer.json` (Split pre-tokenizers, Replace
 //! normalizers): written for Oniguruma, the engine of HF `tokenizers`, run
-//! here on bpeforge's hand-written scanner when the regex is a preset's, else
-//! on fancy-regex with Oniguruma's meaning.
+//! here on bpeforge's hand-written scanner when the regex is a preset's, by
+//! hand when it is one run of a class (`class_run`) or DeepSeek V3's word
+//! regex (`deepseek_split`), else on fancy-regex with Oniguruma's meaning.
 //!
 //! Two constructs read differently in the engines (found by comparing
 //! cl100k's pieces, see `python/bpeforge/formats/oniguruma.py`): `$` and `^`
@@ -13,6 +14,8 @@
 
 use std::sync::LazyLock;
 
+use super::class_run::ClassRun;
+use super::deepseek_split::{self, is_deepseek_words};
 use crate::error::Error;
 use crate::pretokenize::pattern::{Pattern, PRESETS};
 
@@ -20,6 +23,10 @@ use crate::pretokenize::pattern::{Pattern, PRESETS};
 pub enum Matcher {
     /// A preset's regex, on its scanner.
     Preset(Pattern),
+    /// One run of a class, maybe after one optional char (`class_run`).
+    ClassRun(Box<ClassRun>),
+    /// DeepSeek V3's word regex, by hand (`deepseek_split`).
+    DeepSeekWords,
     /// Any other regex.
     Regex(Box<fancy_regex::Regex>),
     /// A literal string (non-empty).
@@ -46,7 +53,13 @@ impl Matcher {
                 "Oniguruma and fancy-regex read that escape differently, or fancy-regex lacks it",
             ));
         }
+        if is_deepseek_words(source) {
+            return Ok(Matcher::DeepSeekWords);
+        }
         let translated = to_fancy(source);
+        if let Some(run) = ClassRun::of(&translated) {
+            return Ok(Matcher::ClassRun(Box::new(run)));
+        }
         let regex = fancy_regex::Regex::new(&translated).map_err(|err| {
             Error::InvalidArgument(format!("{component}: regex {source:?} is not supported here ({err})"))
         })?;
@@ -65,6 +78,8 @@ impl Matcher {
                     out.push((start, start + piece.len()));
                 })?;
             }
+            Matcher::ClassRun(run) => run.find(text, out),
+            Matcher::DeepSeekWords => deepseek_split::find(text, out),
             Matcher::Regex(regex) => {
                 for found in regex.find_iter(text) {
                     let found = found.map_err(|err| {
