@@ -2,8 +2,6 @@
 //! each stretch of text between added tokens. Text a normalizer leaves as it
 //! is (NFC of ASCII, say) is not copied.
 
-mod normalization_ages;
-
 use std::borrow::Cow;
 
 use serde_json::Value;
@@ -127,44 +125,11 @@ fn unicode_form<'t>(
     if text.is_ascii() || quick_check(&text) == IsNormalized::Yes {
         return text;
     }
-    let normalized = as_tokenizers_normalizes(&text, normalize);
+    let normalized = normalize(&text);
     if normalized == *text {
         text
     } else {
         Cow::Owned(normalized)
-    }
-}
-
-/// `normalize` of `text` as `tokenizers` computes it: its normalization data
-/// is Unicode 11.0's, so a char assigned later (or not at all) is left as it
-/// is and, being no combining mark to it, ends the run of text around it:
-/// each run between such chars is normalized on its own. (A later char that
-/// is a mark to `unicode-normalization` would otherwise be reordered or
-/// composed, and a later compatibility char decomposed.)
-fn as_tokenizers_normalizes(text: &str, normalize: impl Fn(&str) -> String) -> String {
-    if text.chars().all(known_to_tokenizers) {
-        return normalize(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut start = 0;
-    for (at, ch) in text.char_indices() {
-        if !known_to_tokenizers(ch) {
-            out.push_str(&normalize(&text[start..at]));
-            out.push(ch);
-            start = at + ch.len_utf8();
-        }
-    }
-    out.push_str(&normalize(&text[start..]));
-    out
-}
-
-/// Whether `tokenizers`' normalization data (Unicode 11.0) has `ch`.
-fn known_to_tokenizers(ch: char) -> bool {
-    let code = u32::from(ch);
-    code < 0x378 || {
-        let ranges = normalization_ages::ASSIGNED_BY_UNICODE_11;
-        let at = ranges.partition_point(|&(_, last)| last < code);
-        ranges.get(at).is_some_and(|&(first, _)| first <= code)
     }
 }
 
