@@ -25,6 +25,7 @@ tokenizers = pytest.importorskip("tokenizers")
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "data" / "hf"
 EXACT = [
+    "claude",
     "clip",
     "deepseek-v2",
     "deepseek-v3",
@@ -463,3 +464,22 @@ def test_inspect_and_compare_read_samples_through_a_pipeline(tmp_path):
         )
         assert run.returncode == 0, run.stderr
         assert expected in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
+def test_unicode_normalizers_on_every_code_point(form, tmp_path):
+    """`tokenizers` normalizes with Unicode 9.0's data: a char assigned later is left as it is and blocks
+    composition (U+07FD, 11.0, between "a" and U+0301), a later compatibility char is not decomposed
+    (U+32FF), and new composition pairs (U+11935 U+11930, 13.0) stay apart. Every code point after "a" and
+    before U+0301, in Claude's file (NFKC) with each form."""
+    doc = json.loads((FIXTURES / "claude.json").read_text(encoding="utf-8"))
+    doc["normalizer"] = {"type": form}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    theirs, ours = _hf(path), bpeforge.Tokenizer.from_hf(path)
+    chars = [chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF]
+    chars = [ch for i, ch in enumerate(chars) if not regex.match(r"\p{Cn}", ch) or i % 64 == 0]  # regex: 17.0
+    texts = ["".join(f"a{c}\u0301{c}" for c in chars[i : i + 2048]) for i in range(0, len(chars), 2048)]
+    texts += ["\U00011935\U00011930", "e\u0301\U00011935\U00011930", "\u32ff\U0001f16c"]
+    expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)]
+    assert ours.encode_batch(texts, add_special_tokens=False) == expected

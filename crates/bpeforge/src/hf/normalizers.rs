@@ -2,6 +2,8 @@
 //! each stretch of text between added tokens. Text a normalizer leaves as it
 //! is (NFC of ASCII, say) is not copied.
 
+mod normalization_ages;
+
 use std::borrow::Cow;
 
 use serde_json::Value;
@@ -10,6 +12,7 @@ use unicode_normalization::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_q
 
 use super::json::{field_bool, field_str, kind, refuse};
 use super::regexes::Matcher;
+use super::stable_chars::{self, StableChars};
 use crate::error::Error;
 
 pub enum Normalizer {
@@ -32,10 +35,11 @@ impl Normalizer {
         }
         let component = "normalizer";
         Ok(Some(match kind(json, component)? {
-            "NFC" => Normalizer::Nfc,
-            "NFD" => Normalizer::Nfd,
-            "NFKC" => Normalizer::Nfkc,
-            "NFKD" => Normalizer::Nfkd,
+            // Each form's stable chars are found here, when loading, not in a first call.
+            "NFC" => stable_chars::loaded(&stable_chars::NFC, Normalizer::Nfc),
+            "NFD" => stable_chars::loaded(&stable_chars::NFD, Normalizer::Nfd),
+            "NFKC" => stable_chars::loaded(&stable_chars::NFKC, Normalizer::Nfkc),
+            "NFKD" => stable_chars::loaded(&stable_chars::NFKD, Normalizer::Nfkd),
             "Lowercase" => Normalizer::Lowercase,
             "Strip" => Normalizer::Strip {
                 left: field_bool(json, "strip_left", component)?.unwrap_or(true),
@@ -63,10 +67,14 @@ impl Normalizer {
     /// `text` normalized; borrowed when nothing changed.
     pub fn normalize<'t>(&self, text: Cow<'t, str>) -> Cow<'t, str> {
         match self {
-            Normalizer::Nfc => unicode_form(text, |t| is_nfc_quick(t.chars()), |t| t.nfc().collect()),
-            Normalizer::Nfd => unicode_form(text, |t| is_nfd_quick(t.chars()), |t| t.nfd().collect()),
-            Normalizer::Nfkc => unicode_form(text, |t| is_nfkc_quick(t.chars()), |t| t.nfkc().collect()),
-            Normalizer::Nfkd => unicode_form(text, |t| is_nfkd_quick(t.chars()), |t| t.nfkd().collect()),
+            Normalizer::Nfc => unicode_form(text, &stable_chars::NFC, |t| is_nfc_quick(t.chars()), |t| t.nfc().collect()),
+            Normalizer::Nfd => unicode_form(text, &stable_chars::NFD, |t| is_nfd_quick(t.chars()), |t| t.nfd().collect()),
+            Normalizer::Nfkc => {
+                unicode_form(text, &stable_chars::NFKC, |t| is_nfkc_quick(t.chars()), |t| t.nfkc().collect())
+            }
+            Normalizer::Nfkd => {
+                unicode_form(text, &stable_chars::NFKD, |t| is_nfkd_quick(t.chars()), |t| t.nfkd().collect())
+            }
             // Char by char, as `tokenizers` does (no final-sigma rule of `str::to_lowercase`).
             Normalizer::Lowercase => {
                 if text.chars().all(|ch| ch.to_lowercase().eq(std::iter::once(ch))) {
@@ -119,17 +127,51 @@ impl Normalizer {
 
 fn unicode_form<'t>(
     text: Cow<'t, str>,
+    stable: &StableChars,
     quick_check: impl Fn(&str) -> IsNormalized,
     normalize: impl Fn(&str) -> String,
 ) -> Cow<'t, str> {
-    if text.is_ascii() || quick_check(&text) == IsNormalized::Yes {
+    if text.is_ascii() || stable.hold_all(&text) || quick_check(&text) == IsNormalized::Yes {
         return text;
     }
-    let normalized = normalize(&text);
+    let normalized = as_tokenizers_normalizes(&text, normalize);
     if normalized == *text {
         text
     } else {
         Cow::Owned(normalized)
+    }
+}
+
+/// `normalize` of `text` as `tokenizers` computes it: its normalization data
+/// is Unicode 9.0's (`scripts/gen_normalization_ages.py`), so a char assigned
+/// later (or not at all) is left as it is and, being no combining mark to it,
+/// ends the run of text around it: each run between such chars is normalized
+/// on its own. (`unicode-normalization`, on a newer Unicode, would reorder or
+/// compose a later mark, and decompose a later compatibility char.)
+fn as_tokenizers_normalizes(text: &str, normalize: impl Fn(&str) -> String) -> String {
+    if text.chars().all(known_to_tokenizers) {
+        return normalize(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut start = 0;
+    for (at, ch) in text.char_indices() {
+        if !known_to_tokenizers(ch) {
+            out.push_str(&normalize(&text[start..at]));
+            out.push(ch);
+            start = at + ch.len_utf8();
+        }
+    }
+    out.push_str(&normalize(&text[start..]));
+    out
+}
+
+/// Whether `tokenizers`' normalization data (Unicode 9.0) has `ch`.
+fn known_to_tokenizers(ch: char) -> bool {
+    let code = u32::from(ch);
+    code < 0x378 || {
+        let ranges = normalization_ages::KNOWN_TO_TOKENIZERS;
+        let at = ranges.partition_point(|&(_, last)| last < code);
+        ranges.get(at).is_some_and(|&(first, _)| first <= code)
     }
 }
 
