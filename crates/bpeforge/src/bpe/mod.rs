@@ -34,7 +34,7 @@ pub(crate) mod merges;
 mod min_tree;
 mod pair_filter;
 mod period;
-mod sweep;
+pub(crate) mod sweep;
 pub(crate) mod token_index;
 mod tree;
 pub(crate) mod vocab;

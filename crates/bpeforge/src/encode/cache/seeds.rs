@@ -6,13 +6,15 @@
 //!
 //! A seed is a token whose bytes are valid UTF-8, pack into a key (2-15 bytes),
 //! are one pre-token of the encoder's pattern (otherwise no text ever asks for
-//! it) and encode to the token itself. The last is checked token by token with
-//! the encoder's own merges: expected of vocabularies taken from tiktoken rank
-//! files, but not promised by every merge list, and a seed that broke it would
-//! change ids.
+//! it) and encode to the token itself. The last is expected of vocabularies
+//! taken from tiktoken rank files (`made_by_merges` says why), but not promised
+//! by every merge list, and a seed that broke it would change ids: it is found
+//! from the merge list (`whole_tokens.rs`), or where that cannot tell, checked
+//! token by token with a BPE.
 
 use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};
+use crate::encode::cache::whole_tokens::tokens_that_encode_to_themselves;
 use crate::pretokenize::pattern::Pattern;
 use crate::util::packed_key::pack;
 
@@ -36,6 +38,9 @@ pub fn vocabulary_seeds(vocab: &Vocabulary, pattern: &Pattern, max: usize) -> Ve
     let candidates = &candidates[..candidates.len().min(max)];
     if vocab.merges_from_ranks() {
         return made_by_merges(vocab, candidates);
+    }
+    if let Some(whole) = tokens_that_encode_to_themselves(vocab) {
+        return candidates.iter().map(|&(id, _)| id).filter(|&id| whole[id as usize]).collect();
     }
     in_parallel(candidates, |chunk| {
         let (mut scratch, mut ids) = (Scratch::default(), Vec::new());
