@@ -18,20 +18,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bpeforge import _core
 from bpeforge.formats import hf
 from bpeforge.formats.atomic import write_text_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     import numpy as np
 
     from bpeforge.tokenizer import Tokenizer
 
 PIPELINE = "tokenizer.json pipeline"
+T = TypeVar("T")
 
 
 def load_file(cls: type[Tokenizer], path: str | os.PathLike[str], cache_size: int) -> Tokenizer:
@@ -103,7 +104,8 @@ class PipelineMethods:
         self, texts: Iterable[str], num_threads: int | None = None, *, add_special_tokens: bool = True
     ) -> list[list[int]]:
         """`encode` of each text, in parallel (all cores by default) without the GIL."""
-        return self._core.encode_batch(_texts(texts), num_threads, add_special_tokens)
+        texts = _texts(texts)
+        return _explain_type_errors(texts, lambda: self._core.encode_batch(texts, num_threads, add_special_tokens))
 
     def encode_batch_to_numpy(
         self, texts: Iterable[str], num_threads: int | None = None, *, add_special_tokens: bool = True
@@ -111,7 +113,9 @@ class PipelineMethods:
         """All the texts' ids in one uint32 array, and the int64 offsets of each text's ids in it."""
         import numpy as np
 
-        ids, offsets = self._core.encode_batch_to_arrays(_texts(texts), num_threads, add_special_tokens)
+        texts = _texts(texts)
+        encode = self._core.encode_batch_to_arrays
+        ids, offsets = _explain_type_errors(texts, lambda: encode(texts, num_threads, add_special_tokens))
         return np.asarray(ids), np.frombuffer(offsets, dtype=np.dtype("<i8"))
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
@@ -184,7 +188,19 @@ def _restore(cls: type[Tokenizer], text: str, cache_size: int) -> Tokenizer:
 def _texts(texts: Iterable[str]) -> list[str]:
     if isinstance(texts, (str, bytes)):
         raise TypeError("encode_batch takes a list of texts, not one string; use encode(text), or [text]")
-    return [_check_str(text) for text in texts]
+    # Each text's type is checked by the core as it takes the list (in C); a call a text here was a tenth of
+    # a warm batch of short lines.
+    return texts if type(texts) is list else list(texts)
+
+
+def _explain_type_errors(texts: list, call: Callable[[], T]) -> T:
+    """`call()`; where the core refused a text that is not a `str`, the error says which type and what to do."""
+    try:
+        return call()
+    except TypeError:
+        for text in texts:
+            _check_str(text)
+        raise
 
 
 def _check_str(text: object) -> str:

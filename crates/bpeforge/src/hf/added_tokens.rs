@@ -32,6 +32,10 @@ pub struct AddedToken {
 struct Pass {
     automaton: AhoCorasick,
     tokens: Vec<AddedToken>,
+    /// The bytes the spellings begin with, when at most three: a text
+    /// without them holds none (most texts; `memchr` answers that faster
+    /// than the automaton's search of each short text).
+    first_bytes: Option<Vec<u8>>,
 }
 
 /// A stretch of text, or an added token's id.
@@ -132,7 +136,24 @@ impl Pass {
             .match_kind(MatchKind::LeftmostLongest)
             .build(&patterns)
             .map_err(|err| Error::InvalidArgument(format!("added tokens: {err}")))?;
-        Ok(Some(Self { automaton, tokens }))
+        let mut first_bytes: Vec<u8> = patterns.iter().map(|pattern| pattern.as_bytes()[0]).collect();
+        first_bytes.sort_unstable();
+        first_bytes.dedup();
+        let first_bytes = (first_bytes.len() <= 3).then_some(first_bytes);
+        Ok(Some(Self { automaton, tokens, first_bytes }))
+    }
+}
+
+impl Pass {
+    /// False when `text` holds none of the tokens' spellings for sure.
+    fn may_hold_one(&self, text: &str) -> bool {
+        let text = text.as_bytes();
+        match self.first_bytes.as_deref() {
+            Some(&[a]) => memchr::memchr(a, text).is_some(),
+            Some(&[a, b]) => memchr::memchr2(a, b, text).is_some(),
+            Some(&[a, b, c]) => memchr::memchr3(a, b, c, text).is_some(),
+            _ => true,
+        }
     }
 }
 
@@ -143,7 +164,7 @@ fn split<'t, E>(
     text: &'t str,
     mut visit: impl FnMut(Segment<'t>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let Some(pass) = pass else {
+    let Some(pass) = pass.filter(|pass| pass.may_hold_one(text)) else {
         if !text.is_empty() {
             visit(Segment::Text(text))?;
         }

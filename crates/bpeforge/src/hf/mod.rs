@@ -37,6 +37,7 @@ mod post_processors;
 mod pre_tokenizers;
 mod regexes;
 mod split;
+mod stable_chars;
 mod whole_tokens;
 
 use std::borrow::Cow;
