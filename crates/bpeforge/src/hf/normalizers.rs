@@ -67,8 +67,12 @@ impl Normalizer {
     /// `text` normalized; borrowed when nothing changed.
     pub fn normalize<'t>(&self, text: Cow<'t, str>) -> Cow<'t, str> {
         match self {
-            Normalizer::Nfc => unicode_form(text, &stable_chars::NFC, |t| is_nfc_quick(t.chars()), |t| t.nfc().collect()),
-            Normalizer::Nfd => unicode_form(text, &stable_chars::NFD, |t| is_nfd_quick(t.chars()), |t| t.nfd().collect()),
+            Normalizer::Nfc => {
+                unicode_form(text, &stable_chars::NFC, |t| is_nfc_quick(t.chars()), |t| t.nfc().collect())
+            }
+            Normalizer::Nfd => {
+                unicode_form(text, &stable_chars::NFD, |t| is_nfd_quick(t.chars()), |t| t.nfd().collect())
+            }
             Normalizer::Nfkc => {
                 unicode_form(text, &stable_chars::NFKC, |t| is_nfkc_quick(t.chars()), |t| t.nfkc().collect())
             }
