@@ -114,13 +114,16 @@ impl MergeTable {
         self.byte_pair_merges[(first as usize) << 8 | second as usize]
     }
 
-    /// Every merge as ids (`IdMerge`), in rank order.
+    /// Every merge as ids (`IdMerge`), in rank order: placed at their ranks
+    /// (distinct, below the number of merges given) rather than sorted.
     pub fn id_merges(&self) -> Vec<IdMerge> {
-        let mut by_rank: Vec<(u32, IdMerge)> = (self.merges.iter())
-            .map(|(&pair, entry)| (entry.rank, ((pair >> 32) as u32, pair as u32, entry.merged)))
-            .collect();
-        by_rank.sort_unstable_by_key(|&(rank, _)| rank);
-        by_rank.into_iter().map(|(_, merge)| merge).collect()
+        let ranks = self.merges.values().map(|entry| entry.rank as usize + 1).max().unwrap_or(0);
+        let mut by_rank = vec![(NONE, NONE, NONE); ranks];
+        for (&pair, entry) in &self.merges {
+            by_rank[entry.rank as usize] = ((pair >> 32) as u32, pair as u32, entry.merged);
+        }
+        by_rank.retain(|&(left, _, _)| left != NONE);
+        by_rank
     }
 
     /// The ids that merges make, in no particular order.
