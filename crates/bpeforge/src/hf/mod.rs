@@ -34,6 +34,7 @@ mod model;
 mod normalizers;
 mod piece_buffer;
 mod post_processors;
+mod pre_tokenize;
 mod pre_tokenizers;
 mod regexes;
 mod split;
@@ -198,12 +199,13 @@ impl HfTokenizer {
         }
         let pieces = &mut work.pieces;
         self.pre_tokenizer.pre_tokenize(stretch, pieces, &mut work.cuts, self.model.dropped.as_deref())?;
+        let bytes = pieces.bytes_of(stretch);
         match (&self.model.affixed, &self.whole_tokens) {
             (Some(affixed), _) => {
-                pieces.pieces().for_each(|piece| affixed.encode(piece, self.model.ignore_merges, out));
+                pieces.pieces(stretch).for_each(|piece| affixed.encode(piece, self.model.ignore_merges, out));
             }
-            (None, Some(whole_tokens)) => self.encode_pieces(&pieces.bytes, 0, &pieces.ends, whole_tokens, state, out),
-            (None, None) => encoder.encode_piece_ends(&pieces.bytes, 0, &pieces.ends, state, out),
+            (None, Some(whole_tokens)) => self.encode_pieces(bytes, 0, &pieces.ends, whole_tokens, state, out),
+            (None, None) => encoder.encode_piece_ends(bytes, 0, &pieces.ends, state, out),
         }
         Ok(())
     }

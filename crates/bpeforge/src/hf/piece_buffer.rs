@@ -10,29 +10,59 @@ use super::split::Event;
 pub struct PieceBuffer {
     pub bytes: Vec<u8>,
     pub ends: Vec<usize>,
+    /// The pieces are the stretch itself, cut at `ends` (no byte of it
+    /// removed, added or spelled otherwise): `bytes` is not used.
+    pub in_stretch: bool,
+}
+
+/// What one step of the pre-tokenizer cuts with, kept between stretches.
+#[derive(Default)]
+pub struct CutLevel {
+    /// One piece's matches.
+    pub found: Vec<(usize, usize)>,
+    /// One piece's matches and gaps.
+    pub events: Vec<Event>,
+    /// The pieces this step made of one piece.
+    pub pieces: Vec<(usize, usize)>,
 }
 
 /// What the pre-tokenizer's steps cut with, kept between stretches.
 #[derive(Default)]
 pub struct CutBuffers {
-    /// The pieces so far, as ranges of the stretch (or of `spelled`).
-    pub ranges: Vec<(usize, usize)>,
-    /// The pieces the current step makes.
-    pub next: Vec<(usize, usize)>,
-    /// One piece's matches.
-    pub found: Vec<(usize, usize)>,
-    /// One piece's matches and gaps.
-    pub events: Vec<Event>,
+    /// A level a step before ByteLevel.
+    pub levels: Vec<CutLevel>,
+    /// A level a step after it.
+    pub after_levels: Vec<CutLevel>,
     /// A piece with ByteLevel's prefix space.
     pub spaced: String,
-    /// The pieces in GPT-2's byte chars, for steps after ByteLevel.
+    /// The pieces in GPT-2's byte chars, for steps after ByteLevel...
     pub spelled: String,
+    /// ... and their ranges there.
+    pub parts: Vec<(usize, usize)>,
 }
 
 impl PieceBuffer {
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
+        self.in_stretch = false;
+    }
+
+    /// End a piece of the stretch at `end` (`in_stretch`), unless it is empty.
+    #[inline]
+    pub fn push_end(&mut self, end: usize) {
+        if self.ends.last().map_or(0, |&last| last) < end {
+            self.ends.push(end);
+        }
+    }
+
+    /// The bytes the ends cut: the stretch's, or the buffer's own.
+    pub fn bytes_of<'a>(&'a self, stretch: &'a str) -> &'a [u8] {
+        if self.in_stretch {
+            stretch.as_bytes()
+        } else {
+            &self.bytes
+        }
     }
 
     /// Append a piece, without the bytes `dropped` marks (those with no
@@ -64,9 +94,10 @@ impl PieceBuffer {
         }
     }
 
-    /// The pieces, in order.
-    pub fn pieces(&self) -> impl Iterator<Item = &[u8]> {
+    /// The pieces, in order (`stretch` the text they were cut from).
+    pub fn pieces<'a>(&'a self, stretch: &'a str) -> impl Iterator<Item = &'a [u8]> {
+        let bytes = self.bytes_of(stretch);
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(self.ends.iter().copied()).map(|(start, end)| &self.bytes[start..end])
+        starts.zip(self.ends.iter().copied()).map(move |(start, end)| &bytes[start..end])
     }
 }

@@ -11,9 +11,9 @@ use serde_json::Value;
 use super::char_classes::is_punctuation;
 use super::json::{field_bool, kind, refuse};
 use super::normalizers::pattern;
-use super::piece_buffer::{CutBuffers, PieceBuffer};
+use super::piece_buffer::CutLevel;
 use super::regexes::Matcher;
-use super::split::{char_matches, events, pieces, Behavior};
+use super::split::{char_matches, events, isolated, pieces, Behavior};
 use crate::error::Error;
 use crate::formats::byte_level::{byte_chars, ByteTable};
 use crate::pretokenize::pattern::Pattern;
@@ -41,9 +41,9 @@ pub enum Step {
 }
 
 pub struct PreTokenizer {
-    steps: Vec<Step>,
-    byte_chars: [char; 256],
-    byte_table: ByteTable,
+    pub(super) steps: Vec<Step>,
+    pub(super) byte_chars: [char; 256],
+    pub(super) byte_table: ByteTable,
 }
 
 impl PreTokenizer {
@@ -83,96 +83,6 @@ impl PreTokenizer {
             _ => None,
         })
     }
-
-    /// The pieces of `text` in `out` (emptied first), as the bytes the BPE
-    /// merges, without the bytes `dropped` marks.
-    pub fn pre_tokenize(
-        &self,
-        text: &str,
-        out: &mut PieceBuffer,
-        cuts: &mut CutBuffers,
-        dropped: Option<&[bool; 256]>,
-    ) -> Result<(), Error> {
-        out.clear();
-        if text.is_empty() {
-            return Ok(());
-        }
-        let at = self.steps.iter().position(|step| matches!(step, Step::ByteLevel { .. }));
-        let at = at.expect("parse keeps one ByteLevel step");
-        let Step::ByteLevel { add_prefix_space, regex } = &self.steps[at] else { unreachable!() };
-        let mut ranges = std::mem::take(&mut cuts.ranges);
-        ranges.clear();
-        ranges.push((0, text.len()));
-        ranges = run_steps(&self.steps[..at], text, ranges, cuts)?;
-        let after = &self.steps[at + 1..];
-        let mut spaced = std::mem::take(&mut cuts.spaced);
-        let mut spelled = std::mem::take(&mut cuts.spelled);
-        let mut parts = std::mem::take(&mut cuts.next);
-        spelled.clear();
-        parts.clear();
-        for &(start, end) in &ranges {
-            let mut piece = &text[start..end];
-            if *add_prefix_space && !piece.starts_with(' ') {
-                spaced.clear();
-                spaced.push(' ');
-                spaced.push_str(piece);
-                piece = &spaced;
-            }
-            // Without steps after it, ByteLevel's pieces go to the merges as they are;
-            // otherwise they are spelled in byte chars, which those steps cut.
-            let mut take = |part: &str| {
-                if after.is_empty() {
-                    out.push(part.as_bytes(), dropped);
-                } else {
-                    let first = spelled.len();
-                    spelled.extend(part.bytes().map(|byte| self.byte_chars[usize::from(byte)]));
-                    parts.push((first, spelled.len()));
-                }
-            };
-            match regex {
-                Some(gpt2) => gpt2.for_each_piece(piece, &mut take)?,
-                None => take(piece),
-            }
-        }
-        cuts.spaced = spaced;
-        cuts.next = parts;
-        if !after.is_empty() {
-            let parts = std::mem::take(&mut cuts.next);
-            let spelled_pieces = run_steps(after, &spelled, parts, cuts)?;
-            for &(start, end) in &spelled_pieces {
-                for ch in spelled[start..end].chars() {
-                    out.push_byte(
-                        self.byte_table.byte(ch).expect("ByteLevel spelled every piece in byte chars"),
-                        dropped,
-                    );
-                }
-                out.end_piece();
-            }
-            cuts.next = spelled_pieces;
-        }
-        cuts.spelled = spelled;
-        cuts.ranges = ranges;
-        Ok(())
-    }
-}
-
-/// `ranges` of `text` cut by each of `steps` in turn.
-fn run_steps(
-    steps: &[Step],
-    text: &str,
-    mut ranges: Vec<(usize, usize)>,
-    cuts: &mut CutBuffers,
-) -> Result<Vec<(usize, usize)>, Error> {
-    let mut next = std::mem::take(&mut cuts.next);
-    for step in steps {
-        next.clear();
-        for &(start, end) in &ranges {
-            step.cut(&text[start..end], start, cuts, &mut next)?;
-        }
-        std::mem::swap(&mut ranges, &mut next);
-    }
-    cuts.next = next;
-    Ok(ranges)
 }
 
 impl Step {
@@ -204,17 +114,33 @@ impl Step {
         })
     }
 
+    /// Whether every char of a piece is in one of the pieces it makes.
+    pub(super) fn keeps_every_char(&self) -> bool {
+        match self {
+            Step::Split { behavior, .. } | Step::Punctuation { behavior } => *behavior != Behavior::Removed,
+            Step::Digits { .. } => true,
+            Step::Whitespace(_) | Step::WhitespaceSplit => false,
+            Step::ByteLevel { add_prefix_space, .. } => !add_prefix_space,
+        }
+    }
+
     /// Append to `out` the ranges (moved by `offset`) of the pieces this
     /// step makes of `piece`, none empty.
-    fn cut(
+    pub(super) fn cut(
         &self,
         piece: &str,
         offset: usize,
-        cuts: &mut CutBuffers,
+        cuts: &mut CutLevel,
         out: &mut Vec<(usize, usize)>,
     ) -> Result<(), Error> {
         let (found, events_of) = (&mut cuts.found, &mut cuts.events);
         let behavior = match self {
+            Step::Split { pattern, behavior: Behavior::Isolated, invert: false } => {
+                // Each match and each gap a piece, in order: no flagged stretches needed.
+                pattern.find(piece, found)?;
+                isolated(piece.len(), found, offset, out);
+                return Ok(());
+            }
             Step::Split { pattern, behavior, invert } => {
                 pattern.find(piece, found)?;
                 events(piece.len(), found, *invert, events_of);

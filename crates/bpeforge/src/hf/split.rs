@@ -108,6 +108,24 @@ pub fn pieces(events: &[Event], behavior: Behavior, offset: usize, out: &mut Vec
     out.truncate(kept);
 }
 
+/// Append to `out` the ranges (moved by `offset`) of each match in `matches`
+/// and each gap between them in a text of `len` bytes, as Isolated cuts.
+pub fn isolated(len: usize, matches: &[(usize, usize)], offset: usize, out: &mut Vec<(usize, usize)>) {
+    let mut previous = 0;
+    for &(start, end) in matches {
+        if previous != start {
+            out.push((previous + offset, start + offset));
+        }
+        if start != end {
+            out.push((start + offset, end + offset));
+        }
+        previous = end;
+    }
+    if previous != len {
+        out.push((previous + offset, len + offset));
+    }
+}
+
 /// Each char of `text` for which `is_match` holds as a one-char match, in `out` (emptied first).
 pub fn char_matches(text: &str, is_match: impl Fn(char) -> bool, out: &mut Vec<(usize, usize)>) {
     out.clear();
