@@ -156,7 +156,7 @@ impl Encoder {
 
     /// The tokens planted in the tables (`seeds.rs`), chosen once.
     fn seeds(&self) -> &[u32] {
-        self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, &self.pattern, SEEDS_MAX))
+        self.seeds.get_or_init(|| vocabulary_seeds(&self.vocab, SEEDS_MAX))
     }
 
     /// Entries, bytes, budget, hits and misses of the shared cache, and the

@@ -4,18 +4,22 @@
 //! pre-tokens of 10 MB of English are single GPT-2 tokens, and seeding made a
 //! first call about a tenth faster. gigatoken seeds its table at load too.
 //!
-//! A seed is a token whose bytes are valid UTF-8, pack into a key (2-15 bytes),
-//! are one pre-token of the encoder's pattern (otherwise no text ever asks for
-//! it) and encode to the token itself. The last is expected of vocabularies
-//! taken from tiktoken rank files (`made_by_merges` says why), but not promised
-//! by every merge list, and a seed that broke it would change ids: it is found
-//! from the merge list (`whole_tokens.rs`), or where that cannot tell, checked
-//! token by token with a BPE.
+//! A seed is a token whose bytes are valid UTF-8 (a pre-token always is), pack
+//! into a key (2-15 bytes) and encode to the token itself. The last is
+//! expected of vocabularies taken from tiktoken rank files (`made_by_merges`
+//! says why), but not promised by every merge list, and a seed that broke it
+//! would change ids: it is found from the merge list (`whole_tokens.rs`), or
+//! where that cannot tell, checked token by token with a BPE.
+//!
+//! Whether a seed is one pre-token of the encoder's pattern is not asked: a
+//! seed that no text asks for changes no id and only takes an empty way, and
+//! all but 11 of o200k's 192,823 candidates are one (all of GPT-2's and
+//! cl100k's), while running the pattern over each token was a tenth of loading
+//! o200k (and a custom regex runs on fancy-regex).
 
 use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};
 use crate::encode::cache::whole_tokens::tokens_that_encode_to_themselves;
-use crate::pretokenize::pattern::Pattern;
 use crate::util::packed_key::pack;
 
 /// The most seeds: the tokens of lowest id (rank) that qualify, as many as
@@ -27,14 +31,10 @@ use crate::util::packed_key::pack;
 /// five), with all 193 K 64 ms, with none 84 ms.
 pub const SEEDS_MAX: usize = crate::encode::cache::piece_table::SEEDED_BUCKETS * 2;
 
-/// The seeds of `vocab` under `pattern` (see the top): at most `max` ids,
-/// lowest first.
-pub fn vocabulary_seeds(vocab: &Vocabulary, pattern: &Pattern, max: usize) -> Vec<u32> {
-    let tokens: Vec<(u32, &[u8])> = vocab.tokens().collect();
-    let candidates: Vec<(u32, &[u8])> = in_parallel(&tokens, |chunk| {
-        let fits = |token: &[u8]| pack(token).is_some() && token.len() >= 2;
-        chunk.iter().copied().filter(|&(_, token)| fits(token) && is_one_piece(token, pattern)).collect()
-    });
+/// The seeds of `vocab` (see the top): at most `max` ids, lowest first.
+pub fn vocabulary_seeds(vocab: &Vocabulary, max: usize) -> Vec<u32> {
+    let fits = |token: &[u8]| token.len() >= 2 && pack(token).is_some() && std::str::from_utf8(token).is_ok();
+    let candidates: Vec<(u32, &[u8])> = vocab.tokens().filter(|&(_, token)| fits(token)).collect();
     let candidates = &candidates[..candidates.len().min(max)];
     if vocab.merges_from_ranks() {
         return made_by_merges(vocab, candidates);
@@ -97,15 +97,6 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], work: impl Fn(&[T]) -> Vec<R> + Sy
 const MAX_THREADS: usize = 8;
 const MIN_ITEMS_A_THREAD: usize = 4096;
 
-/// Whether `token` is valid UTF-8 that `pattern` leaves in one pre-token.
-fn is_one_piece(token: &[u8], pattern: &Pattern) -> bool {
-    let Ok(text) = std::str::from_utf8(token) else { return false };
-    let mut pieces = 0;
-    // A preset's scanner never fails; a custom pattern that does on a token
-    // leaves that token out.
-    pattern.for_each_piece(text, |_| pieces += 1).is_ok() && pieces == 1
-}
-
 /// Bytes, then (ids 256-262) "ab", "ca", "cab" = "ca" + "b", "abc", " c",
 /// " cab" and "b c", each made by a merge in that order. "cab" is a token
 /// that BPE never makes: "a b" is the lowest merge, so its bytes encode as
@@ -133,11 +124,10 @@ mod tests {
     }
 
     #[test]
-    fn seeds_are_whole_pieces_that_encode_to_themselves() {
+    fn seeds_are_tokens_that_encode_to_themselves() {
         let vocab = vocabulary_with_a_token_bpe_never_makes();
-        // "ab", "ca", "abc", " c" and " cab" are; "cab" is not (c + ab); "b c"
-        // is two pre-tokens.
-        assert_eq!(vocabulary_seeds(&vocab, &Pattern::Gpt2, SEEDS_MAX), [256, 257, 259, 260, 261]);
-        assert_eq!(vocabulary_seeds(&vocab, &Pattern::Gpt2, 2), [256, 257]);
+        // "ab", "ca", "abc", " c", " cab" and "b c" are; "cab" is not (c + ab).
+        assert_eq!(vocabulary_seeds(&vocab, SEEDS_MAX), [256, 257, 259, 260, 261, 262]);
+        assert_eq!(vocabulary_seeds(&vocab, 2), [256, 257]);
     }
 }
