@@ -3,8 +3,9 @@
 The Rust core reads text files (compressed too) in safely cut chunks, hands
 each to the first free worker while it reads on, and hands back the chunks'
 ids packed as little-endian uint16/uint32, in input order; here they are
-appended to the `.npy` file. JSON Lines and Parquet records are encoded
-in batches in parallel (`encode_batch_to_numpy`) and appended to the same
+appended to the `.npy` file. JSON Lines records are read and encoded by the
+core a block at a time (`jsonl_records.py`), Parquet records in batches in
+parallel (`encode_batch_to_numpy`); their ids are appended to the same
 array, in input order. The output is the same for any thread count. Each
 input file and each record is encoded on its own (a file's end ends a
 pre-token); their ids are concatenated, with an optional separator token
@@ -38,6 +39,7 @@ from bpeforge.inputs import (
     prefetched_batches,
     warn_skipped,
 )
+from bpeforge.jsonl_records import core_reads_jsonl, jsonl_batches
 from bpeforge.progress import ProgressBars, progress_bars
 from bpeforge.tokenizer import Tokenizer
 
@@ -141,9 +143,8 @@ def encode_files(
                     if separator is not None:
                         writer.write(separator.to_bytes(writer.itemsize, "little"))
                 else:
-                    _encode_records(
-                        tokenizer, _documents(paths[0], source_kind, records), writer, threads, counter, separator
-                    )
+                    batches = _record_batches(tokenizer, paths[0], source_kind, records, threads)
+                    _encode_records(batches, writer, counter, separator)
         tokens = writer.length
     warn_skipped(records.skipped)
     return EncodeStats(counter.done, tokens, time.perf_counter() - started, len(files), len(records.skipped))
@@ -216,9 +217,10 @@ def encode_documents(
 
             writer.add_document_from_core(append)
         else:
-            for batch in prefetched_batches(_documents(paths[0], source_kind, records), BATCH_CHARS):
-                writer.add_documents(*tokenizer.encode_batch_to_numpy(batch, threads))
-                counter.add(sum(len(document.encode("utf-8")) for document in batch))
+            for ids, offsets, text_bytes in _record_batches(tokenizer, paths[0], source_kind, records, threads):
+                if len(offsets) > 1:
+                    writer.add_documents(ids, offsets)
+                counter.add(text_bytes)
 
 
 def _segments(files: Sequence[Path], *, one_per_text_file: bool) -> Iterator[tuple[str, list[Path]]]:
@@ -236,6 +238,20 @@ def runs_pipeline(tokenizer: Tokenizer) -> bool:
     return getattr(tokenizer, "runs_pipeline", False)
 
 
+def _record_batches(
+    tokenizer: Tokenizer, path: Path, source_kind: str, records: RecordOptions, threads: int | None
+) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """`(ids, offsets, text_bytes)` of the documents of a record file (or of a text file whole, for a pipeline), a
+    batch at a time, in order: JSON Lines read and encoded by the core (`jsonl_records.py`), anything else read
+    here a batch ahead and encoded in parallel."""
+    if source_kind == "jsonl" and core_reads_jsonl(tokenizer, records):
+        yield from jsonl_batches(tokenizer, path, records, threads)
+        return
+    for batch in prefetched_batches(_documents(path, source_kind, records), BATCH_CHARS):
+        ids, offsets = tokenizer.encode_batch_to_numpy(batch, threads)
+        yield ids, offsets, sum(len(document.encode("utf-8")) for document in batch)
+
+
 def _documents(path: Path, source_kind: str, records: RecordOptions) -> Iterator[str]:
     if source_kind == "text":
         return iter([whole_text(path)])
@@ -243,22 +259,19 @@ def _documents(path: Path, source_kind: str, records: RecordOptions) -> Iterator
 
 
 def _encode_records(
-    tokenizer: Tokenizer,
-    documents: Iterator[str],
+    batches: Iterator[tuple[np.ndarray, np.ndarray, int]],
     writer: NpyWriter,
-    threads: int | None,
     counter: _ByteCounter,
     separator: int | None,
 ) -> None:
-    """Each document encoded on its own, a batch at a time in parallel, its ids appended in order."""
+    """Each document's ids (`_record_batches`) appended in order, with `separator` after each."""
     import numpy as np
 
-    for batch in prefetched_batches(documents, BATCH_CHARS):
-        ids, offsets = tokenizer.encode_batch_to_numpy(batch, threads)
+    for ids, offsets, text_bytes in batches:
         if separator is not None:
             ids = np.insert(ids, offsets[1:], separator)
         writer.write(ids.astype(writer.dtype, copy=False).tobytes())
-        counter.add(sum(len(document.encode("utf-8")) for document in batch))
+        counter.add(text_bytes)
 
 
 class _ByteCounter:

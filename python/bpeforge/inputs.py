@@ -208,15 +208,22 @@ def jsonl_texts(path: Path, options: RecordOptions) -> Iterator[str]:
     for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
-        try:
-            text = _record_text(line, options.text_field)
-        except ValueError as err:
-            where = f"{path}:{number}: {err}"
-            if not options.skip_bad_records:
-                raise ValueError(f"{where} (pass --skip-bad-records to skip such records)") from None
-            options.skipped.append(where)
-            continue
-        yield text
+        text = record_text_or_skip(path, number, line, options)
+        if text is not None:
+            yield text
+
+
+def record_text_or_skip(path: Path, number: int, line: bytes, options: RecordOptions) -> str | None:
+    """The text of the record on line `number` of `path`. A bad record raises a ValueError naming them, or
+    with `skip_bad_records` is noted in `options.skipped` and gives None."""
+    try:
+        return _record_text(line, options.text_field)
+    except ValueError as err:
+        where = f"{path}:{number}: {err}"
+        if not options.skip_bad_records:
+            raise ValueError(f"{where} (pass --skip-bad-records to skip such records)") from None
+        options.skipped.append(where)
+        return None
 
 
 _JSON = json.JSONDecoder()

@@ -22,6 +22,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString};
 use crate::detached::run_detached;
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
+use crate::jsonl::{offsets_bytearray, PyJsonlBlocks};
 use crate::observer::PyObserver;
 use crate::pools::{detached_on, pool_for};
 use crate::sources::{to_sources, SourceArg};
@@ -316,14 +317,21 @@ impl PyEncoder {
             encoded.map_err(|error| errors.take().unwrap_or_else(|| to_py_err(error)))?;
             py.check_signals()?;
         }
-        let offsets = std::iter::once(0).chain(ends.iter().map(|&end| end as i64));
-        let offsets = PyByteArray::new_with(py, (ends.len() + 1) * 8, |buffer| {
-            for (chunk, offset) in buffer.chunks_exact_mut(8).zip(offsets) {
-                chunk.copy_from_slice(&offset.to_le_bytes());
-            }
-            Ok(())
-        })?;
-        Ok((IdArray::new(all), offsets))
+        Ok((IdArray::new(all), offsets_bytearray(py, &ends)?))
+    }
+
+    /// The records of the JSON Lines file `path` (the text of each one's
+    /// `field`) encoded a block of about `block_bytes` at a time on
+    /// `num_threads`: an iterator of blocks (`jsonl.rs`).
+    #[pyo3(signature = (path, field, num_threads=None, block_bytes=None))]
+    fn encode_jsonl(
+        &self,
+        path: PathBuf,
+        field: &str,
+        num_threads: Option<usize>,
+        block_bytes: Option<usize>,
+    ) -> PyResult<PyJsonlBlocks> {
+        PyJsonlBlocks::open(self.inner.clone(), &path, field, block_bytes, num_threads)
     }
 
     /// Replace the shared piece cache by an empty one of at most `bytes` (0: off).

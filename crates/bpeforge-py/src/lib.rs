@@ -10,6 +10,7 @@ mod encoder;
 mod errors;
 mod hf;
 mod id_array;
+mod jsonl;
 mod observer;
 mod pools;
 mod rank_file;
@@ -218,6 +219,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::PyEncoder>()?;
     m.add_class::<hf::PyHfPipeline>()?;
     m.add_class::<id_array::IdArray>()?;
+    m.add_class::<jsonl::PyJsonlBlocks>()?;
     m.add_class::<counts::PyCounts>()?;
     m.add_class::<reader::PyInputReader>()?;
     m.add_function(wrap_pyfunction!(train, m)?)?;

@@ -19,7 +19,8 @@
 //! (a `tokenizer.json` pipeline's); `parts.rs` long pieces cut where no merge
 //! joins; `batch.rs` the many-text API; `allowed_specials.rs` tiktoken's
 //! special-token policy; `state.rs` what a thread keeps between calls;
-//! `files.rs` whole files in parallel.
+//! `files.rs` whole files in parallel; `jsonl_records.rs` JSON Lines records
+//! a block at a time.
 
 mod affinity;
 mod allowed_specials;
@@ -29,6 +30,7 @@ pub(crate) mod cache;
 mod document_end;
 pub(crate) mod files;
 mod flat_batch;
+pub(crate) mod jsonl_records;
 mod parts;
 mod piece_batch;
 mod piece_ends;
