@@ -17,6 +17,8 @@ pub struct HfIds {
     /// Id -> token bytes. A special token whose text is not byte-level chars
     /// can never be spelled by a merge: its bytes here are its UTF-8.
     tokens: Vec<Arc<[u8]>>,
+    /// Id -> its length in bytes, read at every step of the merge loops.
+    lens: Vec<u32>,
     /// Bytes -> id, for the tokens a merge can spell.
     ids: FxHashMap<Arc<[u8]>, u32>,
     /// Byte -> id, for the bytes seen.
@@ -26,7 +28,8 @@ pub struct HfIds {
 impl HfIds {
     /// The specials, then the bytes marked in `seen`.
     pub fn new(specials: &[String], seen: &[bool; 256]) -> Self {
-        let mut ids = Self { tokens: Vec::new(), ids: FxHashMap::default(), byte_ids: [u32::MAX; 256] };
+        let mut ids =
+            Self { tokens: Vec::new(), lens: Vec::new(), ids: FxHashMap::default(), byte_ids: [u32::MAX; 256] };
         let chars = byte_chars();
         let table = ByteTable::new();
         for special in specials {
@@ -37,6 +40,7 @@ impl HfIds {
                 // Not byte-level text: it takes an id, and no token can equal it.
                 None if !ids.tokens.iter().any(|t| **t == *special.as_bytes()) => {
                     ids.tokens.push(special.as_bytes().into());
+                    ids.lens.push(special.len() as u32);
                 }
                 None => {}
             }
@@ -60,7 +64,13 @@ impl HfIds {
 
     /// The token's length in bytes (HF's symbol length, in byte-level chars).
     pub fn len_of(&self, id: u32) -> usize {
-        self.tokens[id as usize].len()
+        self.lens[id as usize] as usize
+    }
+
+    /// `len_of` as the position arithmetic of `occurrences.rs` wants it.
+    #[inline]
+    pub fn byte_len(&self, id: u32) -> u32 {
+        self.lens[id as usize]
     }
 
     /// The bytes the merge of `pair` spells.
@@ -80,6 +90,7 @@ impl HfIds {
             return id;
         }
         let id = self.tokens.len() as u32;
+        self.lens.push(bytes.len() as u32);
         self.tokens.push(bytes.clone());
         self.ids.insert(bytes, id);
         id

@@ -144,11 +144,6 @@ impl HfState {
         (state, holders)
     }
 
-    /// Sum over the words of count x symbols: the corpus's length in tokens.
-    pub fn tokens(&self) -> u64 {
-        self.spans.iter().map(|span| span.count as u64 * span.len as u64).sum()
-    }
-
     /// An entry for each pair of `holders` whose count is positive.
     pub fn entries(&self, holders: Holders) -> Vec<Entry> {
         let positive = holders.into_iter().filter(|(pair, _)| self.pair_counts[pair] > 0);
@@ -273,7 +268,7 @@ fn add_holder(words: &mut Vec<u32>, word: u32) {
 
 /// The merges in HF's saved order: a pair merged more than once keeps only
 /// its last rank.
-fn saved_order(made: &[(Pair, u32)]) -> Vec<(Pair, u32)> {
+pub(super) fn saved_order(made: &[(Pair, u32)]) -> Vec<(Pair, u32)> {
     let last: FxHashMap<Pair, usize> = made.iter().enumerate().map(|(rank, &(pair, _))| (pair, rank)).collect();
     made.iter().enumerate().filter(|&(rank, (pair, _))| last[pair] == rank).map(|(_, &m)| m).collect()
 }

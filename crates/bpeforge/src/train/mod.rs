@@ -15,14 +15,18 @@ mod deltas;
 pub mod extend;
 mod hf_ids;
 pub mod hf_merge;
+mod hf_occurrences;
 pub mod merge;
 pub mod modes;
+mod occurrences;
 mod pairs;
 pub mod profile;
 pub mod queue;
 pub mod short_counts;
+mod step_changes;
 pub mod superword;
 pub mod table;
+mod tiered_queue;
 pub mod word;
 
 use std::path::PathBuf;

@@ -2,9 +2,11 @@
 //! (`alisawuffles/tokenizers-superbpe`, `do_train_extend`) runs it, step for
 //! step, on pieces that may span words (whole lines, cut only around digits).
 //!
-//! 1. Ids, words and pair counts as HF's trainer makes them (`hf_merge.rs`),
-//!    but the queue is a map with one entry per pair: a step that adds words
-//!    to a pair replaces its entry with one holding only the new words.
+//! 1. Ids, words and pair counts as HF's trainer makes them, its loop run
+//!    over occurrences (`hf_occurrences.rs`: the same merges, but a merge
+//!    touches the occurrences of its pair, not the whole lines that hold
+//!    them), but the queue is a map with one entry per pair: a step that adds
+//!    words to a pair replaces its entry with one holding only the new words.
 //! 2. The inherited merges are replayed in order. One whose sides are not
 //!    tokens yet, or whose pair has no entry (it occurs nowhere, or its entry
 //!    was used), is dropped; one whose entry is left, with any count, is
@@ -16,7 +18,8 @@
 
 use rustc_hash::FxHashMap;
 
-use super::hf_merge::{HfLearned, HfLimits, HfState, Pair};
+use super::hf_merge::{HfLearned, HfLimits, Pair};
+use super::hf_occurrences::OccurrenceState;
 use super::table::PretokenCounts;
 use crate::bpe::merges::Merge;
 use crate::error::Error;
@@ -56,8 +59,8 @@ pub fn learn_superwords(
     new_tokens: Option<usize>,
     observer: &dyn Observer,
 ) -> Result<(HfLearned, u64, u64), Error> {
-    let (mut state, holders) = HfState::new(counts, specials);
-    let mut queue: FxHashMap<Pair, _> = state.entries(holders).into_iter().map(|e| (e.pair, e)).collect();
+    let (mut state, entries) = OccurrenceState::new(counts, specials)?;
+    let mut queue: FxHashMap<Pair, _> = entries.into_iter().map(|e| (e.pair, e)).collect();
     let max_length = limits.max_token_length.unwrap_or(usize::MAX);
     let mut made = Vec::with_capacity(inherited.len());
     for (left, right) in inherited {
@@ -65,10 +68,9 @@ pub fn learn_superwords(
         let Some(entry) = queue.remove(&(left, right)) else { continue };
         let new = state.ids.id_of_or_add(state.ids.concat(entry.pair));
         made.push((entry.pair, new));
-        let gained = state.merge(entry.pair, &entry.words, new, max_length);
-        queue.extend(state.entries(gained).into_iter().map(|e| (e.pair, e)));
+        queue.extend(state.merge(entry, new, max_length).into_iter().map(|e| (e.pair, e)));
     }
-    state.queue.extend(queue.into_values());
+    state.start_queue(queue.into_values().collect());
     let replayed = state.tokens();
     let limits = match new_tokens {
         Some(n) => HfLimits { vocab_size: state.ids.len() + n, ..limits },
