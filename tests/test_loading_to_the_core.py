@@ -11,8 +11,8 @@ import pytest
 from bpeforge import Tokenizer
 from bpeforge.formats import gpt2, tiktoken_ranks
 from bpeforge.formats.parts import TokenizerParts
-from bpeforge.tiktoken import get_encoding
-from bpeforge.tiktoken.registry import DATA, DEFINITIONS, RANK_FILE_OF, load_ranks
+from bpeforge.tiktoken import Encoding, get_encoding
+from bpeforge.tiktoken.registry import DATA, DEFINITIONS, RANK_FILE_OF, load_ranks, rank_file_contents
 from corpora import SCRIPT_SAMPLES
 
 ENCODINGS = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
@@ -75,6 +75,10 @@ def test_what_the_core_leaves_to_python_still_loads_or_is_named(tmp_path):
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
 def test_get_encoding_makes_its_ranks_only_when_asked(name):
+    fresh = Encoding._from_rank_file(name, rank_file_contents(RANK_FILE_OF.get(name, name)), **DEFINITIONS[name])
+    assert fresh.encode("hello world") == get_encoding(name).encode("hello world")
+    assert fresh.n_vocab == get_encoding(name).n_vocab
+    assert "_mergeable_ranks" not in fresh.__dict__ and "_vocab" not in fresh._tokenizer.__dict__, "made by encode"
     encoding = get_encoding(name)
     assert encoding.encode("hello world") == encoding._tokenizer.encode("hello world")
     ranks = load_ranks(RANK_FILE_OF.get(name, name))
