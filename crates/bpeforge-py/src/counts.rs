@@ -241,7 +241,8 @@ impl PyCounts {
             inherited.into_iter().map(|(left, right)| (left.into(), right.into())).collect();
         let rules = SuperwordRules { max_words, forbid };
         let observer = PyObserver::new(progress);
-        let counted = self.inner.clone();
+        // Borrowed, not cloned: the table of whole lines is about the corpus's size.
+        let counted = &self.inner;
         let (result, replayed, learnt) = run_detached(py, &observer, || {
             bpeforge::train_superwords_from_counts(counted, &options, &inherited, &rules, new_tokens, &observer)
         })?;

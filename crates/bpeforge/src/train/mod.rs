@@ -278,7 +278,7 @@ fn train_hf(
 /// grows by `new_tokens` past the replay). Also returns the pieces' length in
 /// tokens after the replay and at the end.
 pub fn train_superwords_from_counts(
-    counted: CountsFile,
+    counted: &CountsFile,
     options: &TrainOptions,
     inherited: &[Merge],
     rules: &superword::SuperwordRules,
@@ -286,8 +286,8 @@ pub fn train_superwords_from_counts(
     observer: &dyn Observer,
 ) -> Result<(TrainResult, u64, u64), Error> {
     let specials = SpecialSplitter::new(&options.special_tokens)?;
-    check_counted_specials(&counted, options)?;
-    let mut stats = stats_of(&counted);
+    check_counted_specials(counted, options)?;
+    let mut stats = stats_of(counted);
     let started = Instant::now();
     let limits = hf_limits(options);
     let (learned, replayed, learnt) = superword::learn_superwords(
