@@ -6,8 +6,8 @@
 //! Special tokens spelled like no token are appended after the largest id,
 //! in order; one spelled like exactly one token stands for it (GPT-2's
 //! `<|endoftext|>` is in its `vocab.json`). Anything else (a file `gpt2.rs`
-//! defers, a special token spelled like two ids, a vocabulary that refuses
-//! its merges) gives `None`: the Python reader then builds the tokenizer its
+//! defers, a special token spelled like two ids, a pair listed twice, a
+//! vocabulary that refuses its merges) gives `None`: the Python reader then builds the tokenizer its
 //! own way, which decides and names the problem with the file's path.
 
 use rustc_hash::FxHashMap;
@@ -20,7 +20,10 @@ use crate::formats::gpt2::{parse_merges, parse_vocab};
 pub fn gpt2_files_vocabulary(vocab_json: &[u8], merges_txt: &[u8], specials: &[String]) -> Option<Vocabulary> {
     let (mut entries, merges) = (parse_vocab(vocab_json)?, parse_merges(merges_txt)?);
     append_specials(&mut entries, specials)?;
-    Vocabulary::new(entries, &merges).ok()
+    let vocab = Vocabulary::new(entries, &merges).ok()?;
+    // A pair listed twice is one merge of the table: the tokenizer's merges, made from the table, would lose
+    // the repeat that the file (and the Python reader's list) holds.
+    (vocab.num_merges() == merges.len()).then_some(vocab)
 }
 
 /// Append the `specials` spelled like no token of `entries`, or `None` when
@@ -86,6 +89,8 @@ mod tests {
         assert!(gpt2_files_vocabulary(&vocab, &merges, &[]).is_some());
         assert!(gpt2_files_vocabulary(&vocab, &merges, &["<|s|>".to_string()]).is_none(), "spelled like two ids");
         assert!(gpt2_files_vocabulary(&vocab, b"a b c\n", &[]).is_none(), "a malformed merge");
+        let twice = [merges.as_slice(), &merges[b"#version: 0.2\n".len()..]].concat();
+        assert!(gpt2_files_vocabulary(&vocab, &twice, &[]).is_none(), "a pair listed twice");
         assert!(gpt2_files_vocabulary(b"[1, 2]", &merges, &[]).is_none(), "not an object");
     }
 }
