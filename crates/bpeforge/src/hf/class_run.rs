@@ -108,6 +108,10 @@ impl ClassRun {
                     }
                 }
             }
+            if !self.class.contains(ch) {
+                at += ch.len_utf8();
+                continue;
+            }
             match self.run(text, at) {
                 Some(end) => {
                     out.push((at, end));

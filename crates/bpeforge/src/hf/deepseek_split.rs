@@ -45,7 +45,7 @@ static CLASSES: LazyLock<Classes> = LazyLock::new(|| Classes {
     space: parsed(r"\s"),
 });
 
-fn parsed(class: &str) -> ClassBits {
+pub fn parsed(class: &str) -> ClassBits {
     use regex_syntax::hir::{Class, HirKind};
     let hir = regex_syntax::parse(class).expect("a valid class");
     let HirKind::Class(Class::Unicode(class)) = hir.kind() else { unreachable!("{class} is a class") };
@@ -65,6 +65,28 @@ pub fn find(text: &str, out: &mut Vec<(usize, usize)>) {
             }
             None => at += ch.len_utf8(),
         }
+    }
+}
+
+/// Append to `out` the pieces an Isolated Split on the regex makes of
+/// `text` (each match and each gap), moved by `offset`.
+pub fn cut_isolated(text: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
+    let classes = &*CLASSES;
+    let (mut at, mut gap) = (0, 0);
+    while let Some(ch) = text[at..].chars().next() {
+        match classes.match_at(text, at, ch) {
+            Some(end) => {
+                if gap < at {
+                    out.push((gap + offset, at + offset));
+                }
+                out.push((at + offset, end + offset));
+                (at, gap) = (end, end);
+            }
+            None => at += ch.len_utf8(),
+        }
+    }
+    if gap < text.len() {
+        out.push((gap + offset, text.len() + offset));
     }
 }
 

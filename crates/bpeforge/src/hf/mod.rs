@@ -29,6 +29,7 @@ mod char_classes;
 mod class_run;
 mod decoders;
 mod deepseek_split;
+mod deepseek_v3;
 mod json;
 mod model;
 mod normalizers;

@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use super::char_classes::is_punctuation;
+use super::deepseek_v3;
 use super::json::{field_bool, kind, refuse};
 use super::normalizers::pattern;
 use super::piece_buffer::CutLevel;
@@ -33,6 +34,8 @@ pub enum Step {
     /// `\w+|[^\w\s]+`, the rest removed.
     Whitespace(Box<fancy_regex::Regex>),
     WhitespaceSplit,
+    /// DeepSeek V3's three Splits in one pass (`deepseek_v3`).
+    DeepSeekV3,
     /// `regex`: GPT-2's, when the step has `use_regex`.
     ByteLevel {
         add_prefix_space: bool,
@@ -50,7 +53,10 @@ impl PreTokenizer {
     pub fn parse(json: &Value) -> Result<Self, Error> {
         let mut flat = Vec::new();
         flatten(json, &mut flat)?;
-        let steps = flat.iter().map(|step| Step::parse(step)).collect::<Result<Vec<_>, _>>()?;
+        let mut steps = flat.iter().map(|step| Step::parse(step)).collect::<Result<Vec<_>, _>>()?;
+        if let Some(at) = (0..flat.len()).find(|&at| deepseek_v3::starts_with_v3_splits(&flat[at..])) {
+            steps.splice(at..at + 3, [Step::DeepSeekV3]);
+        }
         let byte_levels = steps.iter().filter(|step| matches!(step, Step::ByteLevel { .. })).count();
         if byte_levels != 1 {
             let what = if byte_levels == 0 { "without ByteLevel" } else { "with several ByteLevel steps" };
@@ -118,7 +124,7 @@ impl Step {
     pub(super) fn keeps_every_char(&self) -> bool {
         match self {
             Step::Split { behavior, .. } | Step::Punctuation { behavior } => *behavior != Behavior::Removed,
-            Step::Digits { .. } => true,
+            Step::Digits { .. } | Step::DeepSeekV3 => true,
             Step::Whitespace(_) | Step::WhitespaceSplit => false,
             Step::ByteLevel { add_prefix_space, .. } => !add_prefix_space,
         }
@@ -145,6 +151,10 @@ impl Step {
                 pattern.find(piece, found)?;
                 events(piece.len(), found, *invert, events_of);
                 *behavior
+            }
+            Step::DeepSeekV3 => {
+                deepseek_v3::cut(piece, offset, out);
+                return Ok(());
             }
             Step::Digits { individual } => {
                 char_matches(piece, char::is_numeric, found);
