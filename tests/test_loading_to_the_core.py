@@ -106,6 +106,9 @@ def test_gpt2_files_the_core_leaves_to_python_still_load_or_are_named(tmp_path):
     merges = saved / gpt2.MERGES_FILE
     merges.write_text(merges.read_text().replace("\n", "\r\n") + "\n\n")  # read by both readers
     assert Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges).encode(" world") == [258, 108, 100]
+    merges.write_text(merges.read_text() + "o r\n")  # a pair listed twice: the merges keep the repeat
+    assert Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges).merges == gpt2.load_merges(merges)
+    assert len(gpt2.load_merges(merges)) == 4
     with pytest.raises(ValueError, match=r"merges.txt: pattern \"\(unclosed\" does not compile"):
         Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges, pattern="(unclosed")
     with pytest.raises(TypeError, match="special tokens must be str"):
