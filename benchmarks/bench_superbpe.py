@@ -2,7 +2,8 @@
 
 The fork (alisawuffles/tokenizers-superbpe, built from source into a virtual
 environment of its own, see tests/data/superbpe/README.md) runs both stages in a
-subprocess of that environment's Python; bpeforge runs here. Both read the
+subprocess of that environment's Python; bpeforge runs here (its peak RSS is this process's, the interpreter's
+included; the fork's is its subprocess's). Both read the
 same slice of a shared corpus (its `<|endoftext|>` lines removed: the fork's
 trainer would train through them as text, bpeforge splits them out).
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import lzma
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -77,7 +79,8 @@ def main() -> None:
         ours_seconds = time.perf_counter() - start
         chars = byte_chars()
         ours = [" ".join("".join(chars[b] for b in side) for side in merge) for merge in result.merges]
-        print(f"bpeforge: {ours_seconds:.1f} s, {len(ours)} stage-2 merges")
+        ours_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"bpeforge: {ours_seconds:.2f} s, peak RSS {ours_rss:.0f} MiB, {len(ours)} stage-2 merges")
         if args.fork_python:
             out = Path(tmp) / "fork.txt"
             command = [args.fork_python, "-c", FORK_SCRIPT, str(path), str(args.vocab_size), str(args.t), str(out)]
@@ -85,7 +88,9 @@ def main() -> None:
             fork_seconds = float(run.stdout.strip().splitlines()[-1])
             fork = out.read_text(encoding="utf-8").splitlines()
             speedup = fork_seconds / ours_seconds
-            print(f"fork: {fork_seconds:.1f} s; speedup {speedup:.1f}x; merges equal: {ours == fork}")
+            fork_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            print(f"fork: {fork_seconds:.1f} s, peak RSS {fork_rss:.0f} MiB; speedup {speedup:.1f}x")
+            print(f"merges equal: {ours == fork}")
             if ours != fork:
                 sys.exit(1)
 
