@@ -29,6 +29,7 @@ def through_python_objects(path, pattern, special_tokens) -> Tokenizer:
 def assert_same_tokenizer(loaded: Tokenizer, expected: Tokenizer, text: str = TEXT) -> None:
     # Sizes first: from the core, before the tables exist.
     assert (loaded.vocab_size, len(loaded), loaded.n_vocab) == (expected.vocab_size, len(expected), expected.n_vocab)
+    assert repr(loaded) == repr(expected)
     assert loaded.encode(text) == expected.encode(text)
     # The seeds chosen without a BPE each (the merges are the ranks') are those the BPE check keeps.
     assert loaded.cache_info()["seeds"] == expected.cache_info()["seeds"] > 0

@@ -49,6 +49,9 @@ class CoreTables:
             return max(self._vocab, default=-1) + 1
         return _core.encoder_sizes(self._core)[0]
 
+    def _merge_count(self) -> int:
+        return len(self._merges) if "_merges" in self.__dict__ else _core.encoder_sizes(self._core)[2]
+
     @classmethod
     def _from_core(cls: type[T], core: Any, special_tokens: list[str], cache_size: int) -> T:
         """The tokenizer of `core` (built with `special_tokens`), its tables left to be made when asked for."""

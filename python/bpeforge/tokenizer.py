@@ -358,7 +358,7 @@ class Tokenizer(core_tables.CoreTables):
 
     def __repr__(self) -> str:
         return (
-            f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self._merges)}, "
+            f"Tokenizer(vocab_size={self.vocab_size}, merges={self._merge_count()}, "
             f"special_tokens={self._special_tokens!r}, pattern={self.pattern!r})"
         )
 

@@ -74,9 +74,9 @@ pub fn encoder_merges<'py>(py: Python<'py>, encoder: &PyEncoder) -> PyResult<Bou
     PyList::new(py, vocab.id_merges().into_iter().map(|(left, right, _)| (bytes(left), bytes(right))))
 }
 
-/// `(one more than the largest id, number of tokens)` of `encoder`'s vocabulary.
+/// `(one more than the largest id, number of tokens, number of merges)` of `encoder`'s vocabulary.
 #[pyfunction]
-pub fn encoder_sizes(encoder: &PyEncoder) -> (usize, usize) {
+pub fn encoder_sizes(encoder: &PyEncoder) -> (usize, usize, usize) {
     let vocab = encoder.encoder().vocab();
-    (vocab.len(), vocab.tokens().count())
+    (vocab.len(), vocab.tokens().count(), vocab.num_merges())
 }
