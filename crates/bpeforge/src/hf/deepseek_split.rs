@@ -116,6 +116,16 @@ impl Classes {
     #[inline]
     fn match_at(&self, text: &str, at: usize, ch: char) -> Option<usize> {
         let after = at + ch.len_utf8();
+        let bytes = text.as_bytes();
+        // Most pieces of text: "word" and " word", (2) without and with its optional space.
+        let word_start = match ch {
+            'a'..='z' | 'A'..='Z' => Some(at),
+            ' ' if bytes.get(after).is_some_and(u8::is_ascii_alphabetic) => Some(after),
+            _ => None,
+        };
+        if let Some(start) = word_start {
+            return Some(run_end(text, start, |byte| byte.is_ascii_alphabetic(), |ch| self.is_word(ch)));
+        }
         let next = text[after..].chars().next();
         // (1)
         if ch.is_ascii_punctuation() && next.is_some_and(|next| next.is_ascii_alphabetic()) {

@@ -37,6 +37,17 @@ impl PreTokenizer {
         out.in_stretch = dropped.is_none() && after.is_empty() && self.steps.iter().all(Step::keeps_every_char);
         let mut levels = std::mem::take(&mut cuts.levels);
         levels.resize_with(before.len(), CutLevel::default);
+        if let ([step], true, None) = (before, out.in_stretch, regex) {
+            // One step's pieces are the stretch's (DeepSeek V3's, Llama 3-like Splits): their ends at once.
+            let level = &mut levels[0];
+            let mut pieces = std::mem::take(&mut level.pieces);
+            pieces.clear();
+            let cut = step.cut(text, 0, level, &mut pieces);
+            pieces.iter().for_each(|&(_, end)| out.push_end(end));
+            level.pieces = pieces;
+            cuts.levels = levels;
+            return cut;
+        }
         let mut spaced = std::mem::take(&mut cuts.spaced);
         let (mut spelled, mut parts) = (std::mem::take(&mut cuts.spelled), std::mem::take(&mut cuts.parts));
         spelled.clear();
