@@ -9,7 +9,12 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import bpeforge.encode_files
@@ -204,3 +209,25 @@ def test_pipelines_and_fields_without_utf8_keep_the_python_path(tokenizer):
         _core = tokenizer._core
 
     assert not core_reads_jsonl(Pipeline(), RecordOptions())
+
+
+def test_ctrl_c_stops_an_encode_of_json_lines_at_once_and_leaves_nothing(tmp_path):
+    block = fuzzed_lines(31, 3000, bad=False) + b"\n"
+    (tmp_path / "big.jsonl").write_bytes(block * (100_000_000 // len(block)))
+    before = sorted(tmp_path.iterdir())
+    command = [sys.executable, "-m", "bpeforge", "encode", str(tmp_path / "big.jsonl"), "--tokenizer", "gpt2"]
+    command += ["--format", "megatron", "-o", str(tmp_path / "out")]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen = ""
+    while "tokens/s" not in seen:  # a progress line with a rate: blocks are being encoded
+        char = process.stderr.read(1)
+        assert char, f"ended before encoding showed: {seen}"
+        seen += char
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    stderr = seen + process.stderr.read()
+    process.wait(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert time.monotonic() - sent < 3.0
+    assert sorted(tmp_path.iterdir()) == before, "no output, no temporary file"
