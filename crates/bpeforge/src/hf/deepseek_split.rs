@@ -133,9 +133,8 @@ impl Classes {
         }
         // (2), first with the optional char, then without.
         let is_word = |ch: char| self.is_word(ch);
-        let may_lead = !matches!(ch, '\r' | '\n')
-            && !(ch.is_ascii_alphabetic() || (!ch.is_ascii() && self.letter.contains(ch)))
-            && !self.is_punctuation_or_symbol(ch);
+        let is_letter = ch.is_ascii_alphabetic() || (!ch.is_ascii() && self.letter.contains(ch));
+        let may_lead = !(matches!(ch, '\r' | '\n') || is_letter || self.is_punctuation_or_symbol(ch));
         if may_lead && next.is_some_and(is_word) {
             return Some(run_end(text, after, |byte| byte.is_ascii_alphabetic(), is_word));
         }

@@ -57,7 +57,10 @@ impl PreTokenizer {
             if out.in_stretch {
                 return match regex {
                     Some(gpt2) => gpt2.for_each_piece(piece, |part| out.push_end(end_in(text, part))),
-                    None => Ok(out.push_end(end)),
+                    None => {
+                        out.push_end(end);
+                        Ok(())
+                    }
                 };
             }
             if *add_prefix_space && !piece.starts_with(' ') {
@@ -79,7 +82,10 @@ impl PreTokenizer {
             };
             match regex {
                 Some(gpt2) => gpt2.for_each_piece(piece, &mut take),
-                None => Ok(take(piece)),
+                None => {
+                    take(piece);
+                    Ok(())
+                }
             }
         });
         cuts.levels = levels;
