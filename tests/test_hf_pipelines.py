@@ -483,3 +483,20 @@ def test_unicode_normalizers_on_every_code_point(form, tmp_path):
     texts += ["\U00011935\U00011930", "e\u0301\U00011935\U00011930", "\u32ff\U0001f16c"]
     expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)]
     assert ours.encode_batch(texts, add_special_tokens=False) == expected
+
+
+def test_a_plain_tokenizer_takes_add_special_tokens_as_pipelines_do(tmp_path):
+    """GPT-2's tokenizer.json loads as a plain Tokenizer (no post-processor): the keyword is taken both ways,
+    and the ids are tokenizers' either way."""
+    from bpeforge.open_tokenizer import open_tokenizer
+
+    path = open_tokenizer("gpt2").save_hf(tmp_path / "gpt2.json")
+    ours, theirs = bpeforge.Tokenizer.from_hf(path), _hf(path)
+    assert not getattr(ours, "runs_pipeline", False)
+    text = "Hello world <|endoftext|> 12345"
+    for add in (True, False):
+        expected = theirs.encode(text, add_special_tokens=add).ids
+        assert ours.encode(text, add_special_tokens=add) == expected
+        assert ours.encode_to_numpy(text, add_special_tokens=add).tolist() == expected
+        assert ours.encode_batch([text], add_special_tokens=add) == [expected]
+        assert ours.encode_batch_to_numpy([text], add_special_tokens=add)[0].tolist() == expected

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bpeforge import _core
+from bpeforge.arguments import check_str, explain_type_errors
 from bpeforge.formats import hf
 from bpeforge.formats.atomic import write_text_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Iterable, Iterator
 
     import numpy as np
 
@@ -92,20 +93,20 @@ class PipelineMethods:
 
     def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
         """The ids of `text`, with the post-processor's special tokens around them unless `add_special_tokens=False`."""
-        return self._core.encode(_check_str(text), add_special_tokens)
+        return self._core.encode(check_str(text), add_special_tokens)
 
     def encode_to_numpy(self, text: str, *, add_special_tokens: bool = True) -> np.ndarray:
         """`encode` as a uint32 array."""
         import numpy as np
 
-        return np.asarray(self._core.encode_to_array(_check_str(text), add_special_tokens))
+        return np.asarray(self._core.encode_to_array(check_str(text), add_special_tokens))
 
     def encode_batch(
         self, texts: Iterable[str], num_threads: int | None = None, *, add_special_tokens: bool = True
     ) -> list[list[int]]:
         """`encode` of each text, in parallel (all cores by default) without the GIL."""
         texts = _texts(texts)
-        return _explain_type_errors(texts, lambda: self._core.encode_batch(texts, num_threads, add_special_tokens))
+        return explain_type_errors(texts, lambda: self._core.encode_batch(texts, num_threads, add_special_tokens))
 
     def encode_batch_to_numpy(
         self, texts: Iterable[str], num_threads: int | None = None, *, add_special_tokens: bool = True
@@ -115,7 +116,7 @@ class PipelineMethods:
 
         texts = _texts(texts)
         encode = self._core.encode_batch_to_arrays
-        ids, offsets = _explain_type_errors(texts, lambda: encode(texts, num_threads, add_special_tokens))
+        ids, offsets = explain_type_errors(texts, lambda: encode(texts, num_threads, add_special_tokens))
         return np.asarray(ids), np.frombuffer(offsets, dtype=np.dtype("<i8"))
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
@@ -191,19 +192,3 @@ def _texts(texts: Iterable[str]) -> list[str]:
     # Each text's type is checked by the core as it takes the list (in C); a call a text here was a tenth of
     # a warm batch of short lines.
     return texts if type(texts) is list else list(texts)
-
-
-def _explain_type_errors(texts: list, call: Callable[[], T]) -> T:
-    """`call()`; where the core refused a text that is not a `str`, the error says which type and what to do."""
-    try:
-        return call()
-    except TypeError:
-        for text in texts:
-            _check_str(text)
-        raise
-
-
-def _check_str(text: object) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"expected str, got {type(text).__name__}; decode bytes to str first")
-    return text

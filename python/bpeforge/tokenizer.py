@@ -14,12 +14,12 @@ import contextlib
 import functools
 import gc
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from bpeforge import _core, core_tables, hf_pipeline
-from bpeforge.arguments import thread_count
+from bpeforge.arguments import check_cache_size, check_str, check_texts, explain_type_errors
 from bpeforge.formats import gpt2, hf, tiktoken_ranks
 from bpeforge.formats.parts import TokenizerParts
 from bpeforge.patterns import normalize_pattern
@@ -99,7 +99,7 @@ class Tokenizer(core_tables.CoreTables):
         cache_size: int,
     ) -> None:
         """The constructor, for a `vocab` dict of its own and a list of `merges` that are pairs of bytes."""
-        _check_cache_size(cache_size)
+        check_cache_size(cache_size)
         check_ids(vocab)
         self._vocab = vocab
         self._merges = merges
@@ -203,8 +203,13 @@ class Tokenizer(core_tables.CoreTables):
         *,
         allowed_special: Literal["all"] | Collection[str] = "all",
         disallowed_special: Literal["all"] | Collection[str] = (),
+        add_special_tokens: bool = True,
     ) -> list[int]:
         """The ids of `text`. By default every special token in it is a token (CS336).
+
+        `add_special_tokens` is `tokenizers`' keyword, taken by every encode
+        method so that code written for a tokenizer.json pipeline runs on any
+        tokenizer: this one has no post-processor, so there is nothing to add.
 
         tiktoken's keywords, as an option: only `allowed_special` ("all" or a
         set) are tokens and the other special tokens plain text; those that
@@ -212,7 +217,7 @@ class Tokenizer(core_tables.CoreTables):
         ValueError. `allowed_special=set(), disallowed_special="all"` is
         tiktoken's default (see `bpeforge.tiktoken`).
         """
-        text = _check_str(text)
+        text = check_str(text)
         if allowed_special == "all" and not disallowed_special:
             return self._core.encode(text)
         allowed, disallowed = self._special_policy.resolve(allowed_special, disallowed_special)
@@ -224,7 +229,7 @@ class Tokenizer(core_tables.CoreTables):
 
         return SpecialPolicy(self._special_tokens)
 
-    def encode_to_numpy(self, text: str) -> np.ndarray:
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = True) -> np.ndarray:
         """The ids of `text` as a uint32 array, made without a Python int per id.
 
         When NumPy frees a large array (4 MiB of ids or more) from here or
@@ -235,15 +240,17 @@ class Tokenizer(core_tables.CoreTables):
         import numpy as np
 
         # The array is over the encoder's own buffer (`__array_interface__`): no copy.
-        return np.asarray(self._core.encode_to_array(_check_str(text)))
+        return np.asarray(self._core.encode_to_array(check_str(text)))
 
-    def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
+    def encode_batch(
+        self, texts: Iterable[str], num_threads: int | None = None, *, add_special_tokens: bool = True
+    ) -> list[list[int]]:
         """The ids of each text, encoded in parallel (all cores by default) without the GIL."""
-        texts, threads = _check_texts(texts, num_threads, "encode_batch")
-        return _explain_type_errors(texts, lambda: self._core.encode_batch(texts, threads))
+        texts, threads = check_texts(texts, num_threads, "encode_batch")
+        return explain_type_errors(texts, lambda: self._core.encode_batch(texts, threads))
 
     def encode_batch_to_numpy(
-        self, texts: Iterable[str], num_threads: int | None = None
+        self, texts: Iterable[str], num_threads: int | None = None, *, add_special_tokens: bool = True
     ) -> tuple[np.ndarray, np.ndarray]:
         """All the texts' ids in one uint32 array, and the int64 offsets of each text's ids in it.
 
@@ -252,8 +259,8 @@ class Tokenizer(core_tables.CoreTables):
         """
         import numpy as np
 
-        texts, threads = _check_texts(texts, num_threads, "encode_batch_to_numpy")
-        ids, offsets = _explain_type_errors(texts, lambda: self._core.encode_batch_to_arrays(texts, threads))
+        texts, threads = check_texts(texts, num_threads, "encode_batch_to_numpy")
+        ids, offsets = explain_type_errors(texts, lambda: self._core.encode_batch_to_arrays(texts, threads))
         return np.asarray(ids), np.frombuffer(offsets, dtype=np.dtype("<i8"))
 
     @property
@@ -263,7 +270,7 @@ class Tokenizer(core_tables.CoreTables):
 
     def set_cache_size(self, cache_size: int) -> None:
         """Replace the encode cache by an empty one of at most `cache_size` bytes (0 turns it off)."""
-        _check_cache_size(cache_size)
+        check_cache_size(cache_size)
         self._core.set_cache_bytes(cache_size)
         self._cache_size = cache_size
 
@@ -397,10 +404,10 @@ class Tokenizer(core_tables.CoreTables):
         return self.token_to_id(END_OF_TEXT) if END_OF_TEXT in self._special_tokens else None
 
     def __reduce__(self):
-        # Pickles as its vocabulary, merges and specials; the Rust tables are
-        # rebuilt on load (tens of milliseconds for GPT-2's 50k tokens).
-        # The cache is not pickled; the copy gets an empty one of the same size.
-        return (_rebuild, (self._vocab, self._merges, self._special_tokens, self.pattern, self._cache_size))
+        # Pickles as the core's vocabulary as bytes (`core_tables.py`), or where that cannot hold it as its
+        # vocabulary, merges and specials. The cache is not pickled; the copy gets an empty one of the same size.
+        args = (self._vocab, self._merges, self._special_tokens, self.pattern, self._cache_size)
+        return self._packed_reduce() or (_rebuild, args)
 
 
 def _rebuild(
@@ -411,38 +418,3 @@ def _rebuild(
     cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> Tokenizer:
     return Tokenizer(vocab, merges, special_tokens, pattern=pattern, cache_size=cache_size)
-
-
-def _check_cache_size(cache_size: object) -> None:
-    if not isinstance(cache_size, int) or isinstance(cache_size, bool):
-        raise TypeError(f"cache_size must be an int number of bytes, got {type(cache_size).__name__}")
-    if not 0 <= cache_size < 2**63:
-        raise ValueError(f"cache_size must be 0 (off) or a positive number of bytes, got {cache_size}")
-
-
-def _check_texts(texts: Iterable[str], num_threads: int | None, method: str) -> tuple[list[str], int | None]:
-    """The texts as a list, and the threads to encode them on (`thread_count`: at most the cores, with a note)."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{method} takes a list of texts, not one string; use encode(text), or [text]")
-    threads = thread_count(num_threads)
-    # Each text's type is checked by the core as it takes the list (in C);
-    # a loop over them here was 0.2 ms of every 2-thread batch of 6,000
-    # texts, a part that does not shrink with more threads.
-    return (texts if type(texts) is list else list(texts)), threads
-
-
-def _explain_type_errors(texts: list, call: Callable[[], T]) -> T:
-    """`call()`; where the core refused a text that is not a `str`, the
-    error names the first such text's type and what to do instead."""
-    try:
-        return call()
-    except TypeError:
-        for text in texts:
-            _check_str(text)
-        raise
-
-
-def _check_str(text: object) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"expected str, got {type(text).__name__}; decode bytes to str first")
-    return text
