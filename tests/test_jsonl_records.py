@@ -126,6 +126,7 @@ def test_fuzzed_records_give_the_python_paths_documents_and_skipped_records(toke
     expected = python_path(tokenizer, path, expected_options)
     assert len(expected_options.skipped) > 10 and len(expected) > 400
     texts = list(jsonl_texts(path, RecordOptions(skip_bad_records=True)))
+    assert len(list(tokenizer._core.encode_jsonl(str(path), "text", 2, 4096))) > 5, "many blocks"
     for threads, block_bytes in [(1, 1), (2, 97), (2, 4096), (2, None)]:
         options = RecordOptions(skip_bad_records=True)
         got, text_bytes = core_path(tokenizer, path, options, threads, block_bytes)
@@ -217,16 +218,17 @@ def test_ctrl_c_stops_an_encode_of_json_lines_at_once_and_leaves_nothing(tmp_pat
     before = sorted(tmp_path.iterdir())
     command = [sys.executable, "-m", "bpeforge", "encode", str(tmp_path / "big.jsonl"), "--tokenizer", "gpt2"]
     command += ["--format", "megatron", "-o", str(tmp_path / "out")]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    seen = ""
-    while "tokens/s" not in seen:  # a progress line with a rate: blocks are being encoded
-        char = process.stderr.read(1)
-        assert char, f"ended before encoding showed: {seen}"
-        seen += char
-    sent = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    stderr = seen + process.stderr.read()
-    process.wait(timeout=60)
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=environment) as process:
+        seen = ""
+        while "tokens/s" not in seen:  # a progress line with a rate: blocks are being encoded
+            char = process.stderr.read(1)
+            assert char, f"ended before encoding showed: {seen}"
+            seen += char
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        stderr = seen + process.stderr.read()
+        process.wait(timeout=60)
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr
     assert time.monotonic() - sent < 3.0

@@ -12,6 +12,7 @@ Why: parsing JSON in Python held `bpeforge encode` of JSON Lines to a fraction o
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,12 +53,21 @@ def jsonl_batches(
     blocks = tokenizer._core.encode_jsonl(os.fspath(path), records.text_field, threads, block_bytes)
     for ids, offsets, text_bytes, for_python in blocks:
         ids, offsets = np.asarray(ids), np.frombuffer(offsets, dtype="<i8")
-        start = 0
-        for before, number, line in for_python:
+        read = [(before, record_text_or_skip(path, number, line, records)) for before, number, line in for_python]
+        read = [(before, text) for before, text in read if text is not None]
+        start, first = 0, 0
+        if read:  # the texts Python read, encoded as one batch: not one call a record, where many are odd
+            texts_ids, texts_offsets = tokenizer.encode_batch_to_numpy([text for _, text in read], threads)
+        for before, run in itertools.groupby(read, key=lambda read: read[0]):
+            texts = [text for _, text in run]
             if before > start:
                 yield ids[offsets[start] : offsets[before]], offsets[start : before + 1] - offsets[start], 0
-            start = before
-            text = record_text_or_skip(path, number, line, records)
-            if text is not None:
-                yield *tokenizer.encode_batch_to_numpy([text], threads), len(text.encode("utf-8"))
+            start, end = before, first + len(texts)
+            run_ids = texts_ids[texts_offsets[first] : texts_offsets[end]]
+            yield run_ids, texts_offsets[first : end + 1] - texts_offsets[first], sum(map(_utf8_bytes, texts))
+            first = end
         yield ids[offsets[start] :], offsets[start:] - offsets[start], text_bytes
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))

@@ -247,14 +247,16 @@ impl LineBlocks {
         Ok(Self { path: path.to_path_buf(), reader: open_input(path)?, rest: Vec::new(), next_line: 1 })
     }
 
-    /// The next block of whole lines, of at least `min_bytes` unless the file ends first (a line is never cut:
-    /// a longer one makes a longer block); `None` at the end. A read error names the file.
+    /// The next block of whole lines: up to the end of the line that holds its `min_bytes`th byte (a line is
+    /// never cut), or to the end of the file; `None` at the end. A read error names the file.
     pub fn next_block(&mut self, min_bytes: usize) -> Result<Option<LineBlock>, Error> {
         let mut bytes = std::mem::take(&mut self.rest);
-        let mut searched = 0;
+        // Where to look for the block's last newline: from its `min_bytes`th byte, and never twice over the
+        // same bytes of a long line.
+        let mut searched = min_bytes.max(1) - 1;
         loop {
-            if bytes.len() >= min_bytes {
-                if let Some(newline) = memchr::memrchr(b'\n', &bytes[searched..]) {
+            if bytes.len() > searched {
+                if let Some(newline) = memchr::memchr(b'\n', &bytes[searched..]) {
                     self.rest = bytes.split_off(searched + newline + 1);
                     return Ok(Some(self.hand_out(bytes)));
                 }

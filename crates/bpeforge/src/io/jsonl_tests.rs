@@ -113,7 +113,8 @@ fn blocks_hold_whole_lines_numbered_as_python_counts_them() {
             line += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         }
     }
-    assert_eq!(blocks(&path, 1).len(), 2, "a block ends at the last newline read");
+    assert_eq!(blocks(&path, 1).len(), 4, "one line a block");
+    assert_eq!(blocks(&path, 18).len(), 2, "the line holding the 18th byte ends the first block");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
