@@ -138,6 +138,38 @@ def test_fuzzed_records_give_the_python_paths_documents_and_skipped_records(toke
 TOO_DEEP = b'{"text": "a", "deep": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"  # Python's RecursionError
 
 
+MUTATIONS = [*b'{}[]",:\\/ \t\r0123456789.-+eEuUdDaAfF', *b"NaInfinitytruefalsenull", 0x00, 0x1F, 0x7F, 0xC3, 0xFF]
+
+
+def mutated(line: bytes, rng: random.Random) -> bytes:
+    """`line` with a few bytes deleted, replaced or inserted, mostly ones that matter to JSON."""
+    data = bytearray(line)
+    for _ in range(rng.randrange(1, 4)):
+        at = rng.randrange(len(data) + 1)
+        roll = rng.random()
+        if roll < 0.3 and at < len(data):
+            del data[at]
+        elif roll < 0.6 and at < len(data):
+            data[at] = rng.choice(MUTATIONS)
+        else:
+            data[at:at] = bytes([rng.choice(MUTATIONS)])
+    return bytes(data).replace(b"\n", b"")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mutated_records_are_read_or_refused_as_python_does(tokenizer, tmp_path, seed):
+    """serde_json is never looser than Python's json: every line it takes, Python takes with the same text."""
+    rng = random.Random(100 + seed)
+    lines = [mutated(random_record(rng), rng) if rng.random() < 0.7 else random_record(rng) for _ in range(3000)]
+    path = tmp_path / "mutated.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    expected_options, options = RecordOptions(skip_bad_records=True), RecordOptions(skip_bad_records=True)
+    expected = python_path(tokenizer, path, expected_options)
+    assert core_path(tokenizer, path, options, block_bytes=5000)[0] == expected
+    assert options.skipped == expected_options.skipped
+    assert len(expected) > 1000 and len(expected_options.skipped) > 500
+
+
 @pytest.mark.parametrize("bad", [*BAD_LINES, TOO_DEEP])
 def test_a_bad_record_raises_the_python_paths_error(tokenizer, tmp_path, bad):
     path = tmp_path / "bad.jsonl"
