@@ -33,7 +33,41 @@ pub(super) struct Entry {
     pub pair: Pair,
     pub count: u64,
     /// Where the pair appeared in the step that pushed the entry (its left token).
-    pub positions: Vec<u32>,
+    pub positions: Positions,
+}
+
+/// An entry's positions: most entries (pairs seen once) hold one, with no
+/// allocation; the others an exact slice. Millions of entries are never popped.
+pub(super) enum Positions {
+    One(u32),
+    Many(Box<[u32]>),
+}
+
+impl Positions {
+    fn new(mut positions: Vec<u32>) -> Self {
+        match positions[..] {
+            [one] => Self::One(one),
+            _ => {
+                positions.shrink_to_fit();
+                Self::Many(positions.into_boxed_slice())
+            }
+        }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u32] {
+        match self {
+            Self::One(one) => std::slice::from_mut(one),
+            Self::Many(many) => many,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn as_slice(&self) -> &[u32] {
+        match self {
+            Self::One(one) => std::slice::from_ref(one),
+            Self::Many(many) => many,
+        }
+    }
 }
 
 impl Ord for Entry {
@@ -120,7 +154,7 @@ impl OccurrenceState {
             return None;
         }
         stat.steps += 1;
-        (stat.count > 0).then_some(Entry { pair, count: stat.count as u64, positions })
+        (stat.count > 0).then(|| Entry { pair, count: stat.count as u64, positions: Positions::new(positions) })
     }
 
     /// Every pair of the pieces (all of single bytes) with the positions it
@@ -194,7 +228,7 @@ impl OccurrenceState {
     /// comment); returns an entry for each pair that appeared, as HF pushes.
     pub fn merge(&mut self, mut entry: Entry, new: u32, max_length: usize) -> Vec<Entry> {
         self.changes.start(self.ids.len());
-        let positions = &mut entry.positions;
+        let positions = entry.positions.as_mut_slice();
         // Left to right in a word, as HF merges: positions come ascending
         // but for a pair that appeared twice in one merge's neighbourhood.
         if !positions.is_sorted() {
@@ -357,12 +391,12 @@ mod tests {
         let (mut state, entries) = OccurrenceState::new(&table, &[]).unwrap();
         let (a, b) = (state.ids.of_byte(b'a'), state.ids.of_byte(b'b'));
         let all = entries.into_iter().find(|e| e.pair == (a, b)).unwrap();
-        assert_eq!(all.positions.len(), 3);
+        assert_eq!(all.positions.as_slice().len(), 3);
         // As if (a, b) had appeared in a second step, at the first "ab" of
         // "abxab" alone: HF merges every "ab" of that word, none of "ab".
         state.pairs.get_mut(&(a, b)).unwrap().steps = 2;
-        let first = *all.positions.iter().find(|&&p| state.arena.count_at(p) == 1).unwrap();
-        let entry = Entry { pair: (a, b), count: 4, positions: vec![first] };
+        let first = *all.positions.as_slice().iter().find(|&&p| state.arena.count_at(p) == 1).unwrap();
+        let entry = Entry { pair: (a, b), count: 4, positions: Positions::One(first) };
         let new = state.ids.id_of_or_add(state.ids.concat((a, b)));
         state.merge(entry, new, usize::MAX);
         let len = |id: u32| state.ids.byte_len(id);

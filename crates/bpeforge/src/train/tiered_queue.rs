@@ -60,9 +60,8 @@ impl<T: Counted> TieredQueue<T> {
             self.floor = nth;
         }
         let floor = self.floor;
-        let (into_heap, waiting): (Vec<T>, Vec<T>) = self.waiting.drain(..).partition(|e| e.count() >= floor);
-        self.waiting = waiting;
-        self.heap.extend(into_heap);
+        // In place: the waiting list is most of stage 2's memory.
+        self.heap.extend(self.waiting.extract_if(.., |e| e.count() >= floor));
     }
 }
 
