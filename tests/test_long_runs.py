@@ -92,3 +92,15 @@ def test_the_benchmarks_runs_give_tiktokens_ids(pair, size):
     for char in ["a", "7", " ", "🙂", "é", "中"]:
         text = char * (size // len(char.encode()))
         assert ours.encode(text) == reference.encode(text), f"{ours.name}: {char!r} x {len(text)}"
+
+
+def test_a_huge_piece_encoded_again_takes_the_ids_it_kept_and_a_changed_one_does_not(pair):
+    """Pieces over 1 KiB are kept whole per thread (`encode/cache/huge_pieces.rs`): the same megabyte of random
+    digits (one `\\p{N}+` piece under GPT-2) again gives the same ids, and the same piece with one digit changed,
+    or cut shorter, is merged anew, never answered from what was kept."""
+    ours, theirs = pair
+    rng = random.Random(5)
+    digits = "".join(rng.choice("0123456789") for _ in range(300_000))
+    changed = digits[:150_000] + str((int(digits[150_000]) + 1) % 10) + digits[150_001:]
+    for text in (digits, digits, changed, digits[:-1], " " + digits, digits):
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)

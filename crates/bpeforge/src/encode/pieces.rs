@@ -202,7 +202,8 @@ impl Encoder {
     /// A pre-token of more than 15 bytes (`hash` its `hash_long`): the
     /// state's long-piece table, or merges.
     pub(super) fn encode_long_pretoken(&self, bytes: &[u8], hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
-        if state.long.get(bytes, hash, out) {
+        let huge = bytes.len() > LONG_PIECE_MAX;
+        if state.long.get(bytes, hash, out) || (huge && state.huge.get(bytes, hash, out)) {
             state.hits += 1;
             return;
         }
@@ -223,6 +224,9 @@ impl Encoder {
         self.encode_in_parts(bytes, state, out);
         if let Some(shared) = shared.filter(|_| state.publish) {
             state.added_here += shared.insert_long(bytes, hash, &out[start..]);
+        }
+        if huge {
+            state.huge.insert(bytes, hash, &out[start..]);
         }
         state.long.insert(bytes, hash, &out[start..]);
     }

@@ -9,6 +9,7 @@ use super::parts::PartWindows;
 use super::piece_batch::PieceBatch;
 use crate::bpe::vocab::Vocabulary;
 use crate::bpe::Scratch;
+use crate::encode::cache::huge_pieces::HugePieces;
 use crate::encode::cache::long_pieces::LongPieceTable;
 use crate::encode::cache::piece_table::PieceTable;
 use crate::encode::cache::shared::{NewEntry, SharedCache};
@@ -23,6 +24,8 @@ pub struct EncodeState {
     pub(super) scratch: Scratch,
     pub(super) table: PieceTable,
     pub(super) long: LongPieceTable,
+    /// The last pieces too long for `long`, kept whole (`huge_pieces.rs`).
+    pub(super) huge: HugePieces,
     /// The shared cache and the generation it was taken at.
     pub(super) shared: Option<(u64, Arc<SharedCache>)>,
     /// Cache hits (own table or shared) and misses not yet added to the
@@ -120,7 +123,7 @@ impl EncodeState {
     pub fn lookup_only() -> Self {
         let table = PieceTable::with_max_buckets(STREAMING_TABLE_BUCKETS);
         let long = LongPieceTable::with_max_bytes(STREAMING_LONG_TABLE_BYTES);
-        Self { lookup_only: true, table, long, ..Self::default() }
+        Self { lookup_only: true, table, long, huge: HugePieces::with_max_bytes(0), ..Self::default() }
     }
 
     /// A state that never touches the shared cache. File encoding uses it:
@@ -134,7 +137,7 @@ impl EncodeState {
     pub fn private() -> Self {
         let table = PieceTable::with_max_buckets(PRIVATE_TABLE_BUCKETS);
         let long = LongPieceTable::with_max_bytes(PRIVATE_LONG_TABLE_BYTES);
-        Self { private: true, table, long, ..Self::default() }
+        Self { private: true, table, long, huge: HugePieces::with_max_bytes(0), ..Self::default() }
     }
 
     /// Add every piece of its own table to the shared cache, once: what it

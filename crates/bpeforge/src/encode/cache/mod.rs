@@ -5,6 +5,7 @@
 //! a thread's table starts with (`seeds`, chosen among the tokens that encode
 //! to themselves: `whole_tokens`).
 
+pub(crate) mod huge_pieces;
 pub(crate) mod long_pieces;
 pub(crate) mod piece_table;
 pub(crate) mod seeds;
