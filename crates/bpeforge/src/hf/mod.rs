@@ -105,16 +105,16 @@ impl HfTokenizer {
         let pre_tokenizer = PreTokenizer::parse(doc.get("pre_tokenizer").unwrap_or(&Value::Null))?;
         let post = PostProcessor::parse(doc.get("post_processor").unwrap_or(&Value::Null))?;
         decoders::check(doc.get("decoder").unwrap_or(&Value::Null))?;
-        let model = BpeModel::parse(model_json)?;
+        let (model, vocab) = BpeModel::parse(model_json)?;
         let tokens = added_tokens_with_ids(doc.get("added_tokens"), model_json)?;
         let added = AddedVocabulary::new(tokens, normalizer.as_ref())?;
         let preset = pre_tokenizer.single_preset().filter(|_| model.dropped.is_none() && model.affixed.is_none());
         let scanned = preset.is_some();
         // Without the scanner the pattern only chooses the tokens planted in the tables (`seeds.rs`).
         let pattern = preset.or_else(|| pre_tokenizer.first_preset()).cloned().unwrap_or(Pattern::Gpt2);
-        let encoder = Encoder::new(model.vocab.clone(), &[], pattern)?;
-        let whole_tokens =
-            if model.ignore_merges && model.affixed.is_none() { WholeTokens::of(&model.vocab) } else { None };
+        let whole_tokens = if model.ignore_merges && model.affixed.is_none() { WholeTokens::of(&vocab) } else { None };
+        // The encoder's vocabulary is the pipeline's (no copy: Llama 3's is 60 MiB of tables).
+        let encoder = Encoder::new(vocab, &[], pattern)?;
         if model.affixed.is_none() {
             // Here, when the tokenizer is built, so that no call waits for it.
             encoder.seed_tables();
@@ -275,7 +275,7 @@ impl HfTokenizer {
     }
 
     pub fn vocab(&self) -> &Vocabulary {
-        &self.model.vocab
+        self.encoder.vocab()
     }
 
     /// Whether step 3 runs on the encoder's scanner (step 4 always runs on its caches).

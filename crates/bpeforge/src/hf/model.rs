@@ -22,7 +22,6 @@ use crate::error::Error;
 use crate::formats::byte_level::ByteTable;
 
 pub struct BpeModel {
-    pub vocab: Vocabulary,
     pub ignore_merges: bool,
     /// The bytes a piece loses before its merges (those with no token), when text can hold any.
     pub dropped: Option<Box<[bool; 256]>>,
@@ -33,7 +32,8 @@ pub struct BpeModel {
 }
 
 impl BpeModel {
-    pub fn parse(json: &Value) -> Result<Self, Error> {
+    /// The model and its vocabulary (with the merges), which the pipeline's encoder takes.
+    pub fn parse(json: &Value) -> Result<(Self, Vocabulary), Error> {
         let component = "model";
         check_kind(json)?;
         let prefix = field_nonempty_str(json, "continuing_subword_prefix").unwrap_or_default();
@@ -97,7 +97,7 @@ impl BpeModel {
             Some(_) => Vec::new(),
         };
         let vocab = Vocabulary::new(entries, &merges)?;
-        Ok(Self { vocab, ignore_merges, dropped, texts, affixed })
+        Ok((Self { ignore_merges, dropped, texts, affixed }, vocab))
     }
 }
 
