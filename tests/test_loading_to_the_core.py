@@ -8,7 +8,7 @@ import gzip
 import pickle
 
 import pytest
-from bpeforge import Tokenizer
+from bpeforge import Tokenizer, core_tables
 from bpeforge.formats import gpt2, tiktoken_ranks
 from bpeforge.formats.parts import TokenizerParts
 from bpeforge.tiktoken import Encoding, get_encoding
@@ -114,3 +114,23 @@ def test_gpt2_files_the_core_leaves_to_python_still_load_or_are_named(tmp_path):
         Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges, pattern="(unclosed")
     with pytest.raises(TypeError, match="special tokens must be str"):
         Tokenizer.from_files(saved / gpt2.VOCAB_FILE, merges, [b"<|x|>"])
+
+
+def test_a_tokenizer_pickles_as_its_packed_vocabulary(gpt2_paths, tmp_path):
+    path = tmp_path / "o200k_base.tiktoken"
+    path.write_bytes(gzip.decompress((DATA / "o200k_base.tiktoken.gz").read_bytes()))
+    loaded = [Tokenizer.from_tiktoken(path, "o200k", {"<|endoftext|>": 199999}), Tokenizer.from_files(*gpt2_paths)]
+    for tokenizer in loaded:
+        seeds = tokenizer.cache_info()["seeds"]
+        copy = pickle.loads(pickle.dumps(tokenizer))
+        assert copy.cache_info()["seeds"] == seeds > 0, "the same seeds, found as cheaply"
+        assert copy.encode(TEXT) == tokenizer.encode(TEXT)
+        assert "_vocab" not in copy.__dict__ and "_merges" not in copy.__dict__, "made by unpickling"
+        assert copy == tokenizer and repr(copy) == repr(tokenizer)
+    # A pair listed twice: the core's table holds it once, so the tokenizer pickles as its Python objects.
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"or"}
+    twice = Tokenizer(vocab, [(b"o", b"r"), (b"o", b"r")], ["<|e|>"], pattern="cl100k")
+    copy = pickle.loads(pickle.dumps(twice))
+    assert copy.merges == [(b"o", b"r"), (b"o", b"r")] and copy == twice
+    with pytest.raises(ValueError, match="another bpeforge version"):
+        core_tables._from_packed(Tokenizer, b"bpefv000", [], "gpt2", 0)

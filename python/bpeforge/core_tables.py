@@ -52,6 +52,15 @@ class CoreTables:
     def _merge_count(self) -> int:
         return len(self._merges) if "_merges" in self.__dict__ else _core.encoder_sizes(self._core)[2]
 
+    def _packed_reduce(self) -> tuple[Any, tuple[Any, ...]] | None:
+        """`__reduce__` as the core's vocabulary packed as bytes (`formats/packed_vocab.rs`): unpickling (a Ray
+        worker's load) then builds the encoder with no Python object per token (o200k: 0.36 -> 0.1 s). None
+        when the merges hold a pair twice, which the core's table keeps once."""
+        if "_merges" in self.__dict__ and len(self._merges) != _core.encoder_sizes(self._core)[2]:
+            return None
+        packed = _core.encoder_pack(self._core)
+        return _from_packed, (type(self), packed, list(self._special_tokens), self._core.pattern, self._cache_size)
+
     @classmethod
     def _from_core(cls: type[T], core: Any, special_tokens: list[str], cache_size: int) -> T:
         """The tokenizer of `core` (built with `special_tokens`), its tables left to be made when asked for."""
@@ -105,6 +114,14 @@ class CoreTables:
     @classmethod
     def _from_parts(cls: type[T], parts: TokenizerParts, path: str | os.PathLike[str], cache_size: int) -> T:
         raise NotImplementedError  # bpeforge.Tokenizer's
+
+
+def _from_packed(cls: type[T], packed: bytes, special_tokens: list[str], pattern: str, cache_size: int) -> T:
+    """The tokenizer `CoreTables._packed_reduce` pickled."""
+    core = _core.encoder_from_packed(packed, special_tokens, pattern, cache_size)
+    if core is None:
+        raise ValueError("this pickle holds a tokenizer of another bpeforge version; pickle it again with this one")
+    return cls._from_core(core, special_tokens, cache_size)
 
 
 def _special_names(special_tokens: Iterable[str] | None) -> list[str] | None:

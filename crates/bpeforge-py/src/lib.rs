@@ -233,6 +233,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rank_file::encoder_vocab, m)?)?;
     m.add_function(wrap_pyfunction!(rank_file::encoder_merges, m)?)?;
     m.add_function(wrap_pyfunction!(rank_file::encoder_sizes, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_file::encoder_pack, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_file::encoder_from_packed, m)?)?;
     m.add_function(wrap_pyfunction!(sources::plan_shards, m)?)?;
     m.add_function(wrap_pyfunction!(pools::py_max_threads, m)?)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;

@@ -1,10 +1,12 @@
-//! A tiktoken rank file, or GPT-2's `vocab.json` and `merges.txt`, straight
-//! to an `Encoder` (`bpeforge::rank_file_vocabulary`, `gpt2_files_vocabulary`),
-//! and the vocabulary and merges of an encoder as Python objects, made only
-//! when the Python layer first needs them (o200k's 200 K tokens as a dict and
+//! A tiktoken rank file, GPT-2's `vocab.json` and `merges.txt`, or a pickled
+//! vocabulary, straight to an `Encoder` (`bpeforge::rank_file_vocabulary`,
+//! `gpt2_files_vocabulary`, `unpack_vocabulary`), and the vocabulary and
+//! merges of an encoder as Python objects, made only when the Python layer
+//! first needs them (o200k's 200 K tokens as a dict and
 //! 400 K merge sides were most of loading it, and an encode needs neither).
 
 use bpeforge::{gpt2_files_vocabulary, rank_file_vocabulary, Encoder, Pattern, SpecialId, Vocabulary};
+use bpeforge::{pack_vocabulary, unpack_vocabulary};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
@@ -79,4 +81,25 @@ pub fn encoder_merges<'py>(py: Python<'py>, encoder: &PyEncoder) -> PyResult<Bou
 pub fn encoder_sizes(encoder: &PyEncoder) -> (usize, usize, usize) {
     let vocab = encoder.encoder().vocab();
     (vocab.len(), vocab.tokens().count(), vocab.num_merges())
+}
+
+/// `encoder`'s vocabulary as bytes (`bpeforge::pack_vocabulary`), for pickling.
+#[pyfunction]
+pub fn encoder_pack<'py>(py: Python<'py>, encoder: &PyEncoder) -> Bound<'py, PyBytes> {
+    let packed = py.detach(|| pack_vocabulary(encoder.encoder().vocab()));
+    PyBytes::new(py, &packed)
+}
+
+/// The encoder of a vocabulary `encoder_pack` wrote, with `special_tokens`
+/// (in it already), or None when `data` is not such bytes (another version's).
+#[pyfunction]
+pub fn encoder_from_packed(
+    py: Python<'_>,
+    data: &[u8],
+    special_tokens: Vec<String>,
+    pattern: &str,
+    cache_bytes: usize,
+) -> PyResult<Option<PyEncoder>> {
+    let vocab = py.detach(|| unpack_vocabulary(data));
+    encoder_of(py, vocab, &special_tokens, pattern, cache_bytes)
 }

@@ -41,6 +41,7 @@ pub use encode::{ids_buffer, BatchText, EncodeState, Encoder};
 pub use error::Error;
 pub use formats::gpt2::{parse_merges, parse_vocab};
 pub use formats::gpt2_vocab::gpt2_files_vocabulary;
+pub use formats::packed_vocab::{pack_vocabulary, unpack_vocabulary};
 pub use formats::rank_merges::{merge_splits, merges_from_ranks};
 pub use formats::rank_vocab::{rank_file_vocabulary, SpecialId};
 pub use formats::tiktoken::parse_rank_file;

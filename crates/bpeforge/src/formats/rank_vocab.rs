@@ -124,6 +124,8 @@ mod tests {
         assert_eq!(merges_as_bytes(&shipped), merges_as_bytes(&recovered));
         assert_eq!(recovered.id_merges(), [(b' ' as u32, b'w' as u32, 256), (111, 114, 257), (256, 257, 258)]);
         assert!(recovered.merges_from_ranks() && shipped.merges_from_ranks());
+        let unpickled = crate::formats::packed_vocab::unpack_vocabulary(&crate::pack_vocabulary(&shipped)).unwrap();
+        assert!(unpickled.merges_from_ranks() && unpickled.id_merges() == shipped.id_merges());
     }
 
     #[test]
