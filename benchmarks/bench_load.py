@@ -9,7 +9,8 @@ the best and the median wall time, and the best CPU time (all threads), in secon
 the load and then one `encode` of a short text (a worker's first call: a load that leaves work to the first
 call shows there). The inputs: GPT-2's
 vocab.json/merges.txt (the CS336 fixture), a `Tokenizer.save` directory and a tokenizer.json of it, and the
-r50k (GPT-2's ranks), cl100k and o200k rank files gunzipped.
+r50k (GPT-2's ranks), cl100k and o200k rank files gunzipped, and the tokenizers of those pickled (what a Ray
+worker unpickles).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import gzip
 import importlib.metadata
 import json
+import pickle
 import shutil
 import statistics
 import subprocess
@@ -47,6 +49,8 @@ for _enc, _name in (("gpt2", "r50k_base"), ("cl100k", "cl100k_base"), ("o200k", 
          f"bpeforge.Tokenizer.from_tiktoken(files['{_enc}'], '{_enc}', specials)"),
         ("bpeforge", "tiktoken.get_encoding", _enc, "import bpeforge.tiktoken as b",
          f"b.get_encoding('{'gpt2' if _enc == 'gpt2' else _name}')"),
+        ("bpeforge", "pickle.loads(Tokenizer)", _enc,
+         f"import bpeforge, pickle; p = open(files['{_enc}_pickle'], 'rb').read()", "pickle.loads(p)"),
         ("tiktoken", "Encoding(load_tiktoken_bpe)", _enc, "import tiktoken, tiktoken.load as tl",
          f"tiktoken.Encoding('{_enc}', pat_str=PAT['{_enc}'], special_tokens=specials, "
          f"mergeable_ranks=tl.load_tiktoken_bpe(files['{_enc}']))"),
@@ -110,6 +114,10 @@ def prepare_files(data: Path, tmp: Path) -> dict[str, str]:
         with gzip.open(gzipped, "rb") as src, open(plain, "wb") as dst:
             shutil.copyfileobj(src, dst)
         files[encoding] = str(plain)
+        # What a Ray worker loads: the tokenizer as `ray.put` pickles it.
+        pickled = bpeforge.Tokenizer.from_tiktoken(plain, encoding, SPECIALS[encoding])
+        files[f"{encoding}_pickle"] = str(tmp / f"{encoding}.pickle")
+        (tmp / f"{encoding}.pickle").write_bytes(pickle.dumps(pickled))
     return files
 
 
