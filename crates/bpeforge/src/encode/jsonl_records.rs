@@ -1,7 +1,7 @@
 //! JSON Lines files encoded in the core, a block of records at a time.
 //!
 //! A thread of its own reads (and decompresses) the file in blocks of whole
-//! lines (`io/jsonl.rs`), one block ahead; each call takes the next block,
+//! lines (`io/line_blocks.rs`), one block ahead; each call takes the next block,
 //! reads its records in parallel, then encodes their texts in parallel as one
 //! batch (`encode_batch_into`, as `encode_batch_to_arrays` does: the same
 //! ids). The caller gets the block's ids with each document's end, and the
@@ -20,7 +20,8 @@ use std::thread::JoinHandle;
 
 use crate::encode::{ids_buffer, Encoder};
 use crate::error::Error;
-use crate::io::jsonl::{read_block, LineBlock, LineBlocks, LineForPython};
+use crate::io::jsonl::{read_block, LineForPython};
+use crate::io::line_blocks::{LineBlock, LineBlocks};
 
 /// Bytes of JSON a block (at least: a block ends with a line). Blocks of
 /// 1, 2 and 4 MiB ran `bpeforge encode` of 100 MB of Gutenberg's JSON Lines

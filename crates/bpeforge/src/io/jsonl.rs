@@ -1,6 +1,6 @@
-//! JSON Lines records read in the core: a file's lines in blocks (through
-//! `input.rs`'s decoders), and each record's text field, as Python's
-//! `bpeforge.inputs.jsonl_texts` takes them.
+//! JSON Lines records read in the core: each record's text field, as
+//! Python's `bpeforge.inputs.jsonl_texts` takes it, for a block of lines
+//! (`line_blocks.rs`) read in parallel.
 //!
 //! The core takes a record itself only where it cannot disagree with
 //! Python's `json`: a line of UTF-8 that serde_json reads as an object whose
@@ -20,15 +20,12 @@
 //! raises a ValueError. A line with a run of more than 640 digits goes to
 //! Python.
 
-use std::io::Read;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::error::Error;
-use crate::io::input::open_input;
+use crate::io::line_blocks::LineBlock;
 
 /// What one line of a JSON Lines file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,86 +207,6 @@ impl<'de> Visitor<'de> for AppendString<'_> {
     fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<(), E> {
         self.0.push_str(text);
         Ok(())
-    }
-}
-
-/// Whole lines of a JSON Lines file, numbered from 1 as Python's `enumerate(lines, start=1)` counts them.
-#[derive(Debug)]
-pub struct LineBlock {
-    /// Lines, each ended by `\n` but maybe the file's last.
-    pub bytes: Vec<u8>,
-    /// The number of its first line.
-    pub first_line: u64,
-}
-
-impl LineBlock {
-    /// How many lines it holds.
-    pub fn lines(&self) -> u64 {
-        let newlines = memchr::memchr_iter(b'\n', &self.bytes).count() as u64;
-        newlines + u64::from(!self.bytes.ends_with(b"\n"))
-    }
-}
-
-/// Bytes asked of the decoder at a time.
-const READ_BYTES: usize = 1 << 20;
-
-/// A JSON Lines file read in blocks of whole lines, decompressed as it is read.
-pub struct LineBlocks {
-    path: PathBuf,
-    reader: Box<dyn Read + Send>,
-    /// Read and not yet handed out: the start of a line.
-    rest: Vec<u8>,
-    next_line: u64,
-}
-
-impl LineBlocks {
-    pub fn open(path: &Path) -> Result<Self, Error> {
-        Ok(Self { path: path.to_path_buf(), reader: open_input(path)?, rest: Vec::new(), next_line: 1 })
-    }
-
-    /// The next block of whole lines: up to the end of the line that holds its `min_bytes`th byte (a line is
-    /// never cut), or to the end of the file; `None` at the end. A read error names the file.
-    pub fn next_block(&mut self, min_bytes: usize) -> Result<Option<LineBlock>, Error> {
-        let mut bytes = std::mem::take(&mut self.rest);
-        // Where to look for the block's last newline: from its `min_bytes`th byte, and never twice over the
-        // same bytes of a long line.
-        let mut searched = min_bytes.max(1) - 1;
-        loop {
-            if bytes.len() > searched {
-                if let Some(newline) = memchr::memchr(b'\n', &bytes[searched..]) {
-                    self.rest = bytes.split_off(searched + newline + 1);
-                    return Ok(Some(self.hand_out(bytes)));
-                }
-                searched = bytes.len();
-            }
-            if self.read_more(&mut bytes)? == 0 {
-                return Ok((!bytes.is_empty()).then(|| self.hand_out(bytes)));
-            }
-        }
-    }
-
-    fn hand_out(&mut self, bytes: Vec<u8>) -> LineBlock {
-        let block = LineBlock { bytes, first_line: self.next_line };
-        self.next_line += block.lines();
-        block
-    }
-
-    /// Append up to `READ_BYTES` to `bytes`; the bytes appended (0 at the end).
-    fn read_more(&mut self, bytes: &mut Vec<u8>) -> Result<usize, Error> {
-        let start = bytes.len();
-        bytes.resize(start + READ_BYTES, 0);
-        let read = loop {
-            match self.reader.read(&mut bytes[start..]) {
-                Ok(read) => break read,
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(err) => {
-                    bytes.truncate(start);
-                    return Err(Error::Io { path: self.path.clone(), source: err });
-                }
-            }
-        };
-        bytes.truncate(start + read);
-        Ok(read)
     }
 }
 

@@ -1,5 +1,3 @@
-use std::io::Write;
-
 use super::*;
 
 /// `read_record`'s verdict on `line`, and the text it appended.
@@ -81,72 +79,6 @@ fn long_digit_runs_go_to_python_whose_integers_have_a_digit_limit() {
         let short = format!("{}{}x{}", "a".repeat(at), digits(640), digits(640));
         assert!(!has_digit_run_over(short.as_bytes(), 640), "640 at {at}");
     }
-}
-
-fn write_file(name: &str, bytes: &[u8]) -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("bpeforge-jsonl-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    (dir, path)
-}
-
-/// Every block of `path` read with `min_bytes`: (first line, bytes).
-fn blocks(path: &Path, min_bytes: usize) -> Vec<(u64, Vec<u8>)> {
-    let mut lines = LineBlocks::open(path).unwrap();
-    std::iter::from_fn(|| lines.next_block(min_bytes).unwrap()).map(|block| (block.first_line, block.bytes)).collect()
-}
-
-#[test]
-fn blocks_hold_whole_lines_numbered_as_python_counts_them() {
-    let text = b"{\"text\": \"one\"}\n\n{\"text\": \"three\"}\r\nlast without newline";
-    let (dir, path) = write_file("lines.jsonl", text);
-    for min_bytes in [1, 5, 17, 18, 1000] {
-        let got = blocks(&path, min_bytes);
-        assert_eq!(got.concat_bytes(), text, "min {min_bytes}");
-        let mut line = 1;
-        for (index, (first, bytes)) in got.iter().enumerate() {
-            assert_eq!(*first, line, "min {min_bytes}");
-            if index + 1 < got.len() {
-                assert!(bytes.len() >= min_bytes && bytes.ends_with(b"\n"), "min {min_bytes}: {bytes:?}");
-            }
-            line += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-        }
-    }
-    assert_eq!(blocks(&path, 1).len(), 4, "one line a block");
-    assert_eq!(blocks(&path, 18).len(), 2, "the line holding the 18th byte ends the first block");
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-trait ConcatBytes {
-    fn concat_bytes(&self) -> Vec<u8>;
-}
-
-impl ConcatBytes for Vec<(u64, Vec<u8>)> {
-    fn concat_bytes(&self) -> Vec<u8> {
-        self.iter().flat_map(|(_, bytes)| bytes.iter().copied()).collect()
-    }
-}
-
-#[test]
-fn compressed_files_are_read_through_the_decoders_and_truncation_is_an_error() {
-    let text: Vec<u8> = (0..3000).flat_map(|i| format!("{{\"text\": \"record {i}\"}}\n").into_bytes()).collect();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&text).unwrap();
-    let gz = gz.finish().unwrap();
-    let (dir, path) = write_file("r.jsonl.gz", &gz);
-    assert_eq!(blocks(&path, 4096).concat_bytes(), text);
-    std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
-    let mut lines = LineBlocks::open(&path).unwrap();
-    let err = loop {
-        match lines.next_block(4096) {
-            Ok(Some(_)) => continue,
-            Ok(None) => panic!("a truncated stream read to its end"),
-            Err(err) => break err.to_string(),
-        }
-    };
-    assert!(err.contains("r.jsonl.gz"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -6,5 +6,6 @@ pub(crate) mod append_file;
 pub(crate) mod chunking;
 pub(crate) mod input;
 pub(crate) mod jsonl;
+pub(crate) mod line_blocks;
 pub(crate) mod packed_ids;
 pub(crate) mod shards;
