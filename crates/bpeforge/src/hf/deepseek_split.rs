@@ -31,16 +31,18 @@ pub fn is_deepseek_words(source: &str) -> bool {
 }
 
 struct Classes {
-    letter: ClassBits,
-    mark: ClassBits,
+    /// `[\p{L}\p{M}]`, the word's chars.
+    word: ClassBits,
+    /// `[\r\n\p{L}\p{P}\p{S}]`, the chars that may not lead a word.
+    not_leading: ClassBits,
     punctuation_or_symbol: ClassBits,
     space: ClassBits,
 }
 
 /// The classes as the `regex` crate reads them (`regex-syntax`'s tables).
 static CLASSES: LazyLock<Classes> = LazyLock::new(|| Classes {
-    letter: parsed(r"\p{L}"),
-    mark: parsed(r"\p{M}"),
+    word: parsed(r"[\p{L}\p{M}]"),
+    not_leading: parsed(r"[\r\n\p{L}\p{P}\p{S}]"),
     punctuation_or_symbol: parsed(r"[\p{P}\p{S}]"),
     space: parsed(r"\s"),
 });
@@ -95,7 +97,7 @@ impl Classes {
         if ch.is_ascii() {
             return ch.is_ascii_alphabetic();
         }
-        self.letter.contains(ch) || self.mark.contains(ch)
+        self.word.contains(ch)
     }
 
     fn is_punctuation_or_symbol(&self, ch: char) -> bool {
@@ -133,8 +135,7 @@ impl Classes {
         }
         // (2), first with the optional char, then without.
         let is_word = |ch: char| self.is_word(ch);
-        let is_letter = ch.is_ascii_alphabetic() || (!ch.is_ascii() && self.letter.contains(ch));
-        let may_lead = !(matches!(ch, '\r' | '\n') || is_letter || self.is_punctuation_or_symbol(ch));
+        let may_lead = !self.not_leading.contains(ch);
         if may_lead && next.is_some_and(is_word) {
             return Some(run_end(text, after, |byte| byte.is_ascii_alphabetic(), is_word));
         }
