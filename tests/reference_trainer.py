@@ -12,10 +12,12 @@ from collections import Counter
 from os import PathLike
 
 import regex
+from splits import regex_pieces
 
 # The GPT-2 pre-tokenization pattern, with the semantics of the `regex` package
 # (`\p{L}`, `\p{N}` and `\s` are Unicode-aware; `(?!\S)` lets a whitespace run
-# leave its last character to the next word).
+# leave its last character to the next word), its classes those of Unicode 16.0
+# (tiktoken's and `tokenizers`'; `regex` 2025+ has 17.0: `splits.unicode16_view`).
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 _GPT2_REGEX = regex.compile(GPT2_PATTERN)
 
@@ -26,7 +28,7 @@ Pair = tuple[bytes, bytes]
 
 def pretokenize(text: str) -> list[str]:
     """The GPT-2 split of one document (no special-token handling)."""
-    return _GPT2_REGEX.findall(text)
+    return regex_pieces(_GPT2_REGEX, text)
 
 
 def split_on_specials(text: str, specials: list[str]) -> list[str]:

@@ -37,6 +37,7 @@ import bpeforge
 import pytest
 import regex
 from reference_trainer import GPT2_PATTERN
+from splits import regex_pieces
 
 CORPUS = Path(__file__).resolve().parent.parent / "fuzz" / "corpus"
 GPT2 = regex.compile(GPT2_PATTERN)
@@ -105,7 +106,7 @@ def test_pretokenize_corpus(path: Path) -> None:
     except UnicodeDecodeError:
         return  # the target checks only that the raw bytes do not panic is_split_point
     pieces = bpeforge.pretokenize(text)
-    assert pieces == GPT2.findall(text)
+    assert pieces == regex_pieces(GPT2, text)
     assert "".join(pieces) == text
 
 
@@ -175,7 +176,7 @@ def test_chunking_corpus(path: Path, tmp_path: Path) -> None:
         piece.encode("utf-8")
         for part in split_specials(specials, text)
         if isinstance(part, str)
-        for piece in compiled.findall(part)
+        for piece in regex_pieces(compiled, part)
     )
     assert dict(counts.items()) == dict(expected)
     assert counts.bytes_counted == len(data)
@@ -230,7 +231,7 @@ def test_encode_corpus(path: Path) -> None:
     ids = tok.encode(text)
     assert tok.decode_bytes(ids) == text.encode("utf-8")
 
-    if pattern_name == "gpt2" and all(len(p.encode()) <= MAX_REFERENCE_PIECE for p in GPT2.findall(text)):
+    if pattern_name == "gpt2" and all(len(p.encode()) <= MAX_REFERENCE_PIECE for p in regex_pieces(GPT2, text)):
         lowest: dict[bytes, int] = {}
         for token_id, token in sorted(tok.vocab.items()):
             lowest.setdefault(token, token_id)
@@ -242,7 +243,7 @@ def test_encode_corpus(path: Path) -> None:
             if isinstance(part, int):
                 expected.append(lowest[specials[part].encode("utf-8")])
             else:
-                for piece in GPT2.findall(part):
+                for piece in regex_pieces(GPT2, part):
                     expected.extend(reference_bpe(piece.encode("utf-8"), lowest, rules))
         assert ids == expected
 
