@@ -15,6 +15,8 @@ const FILTER_BITS: usize = 1 << 16;
 
 pub struct WholeTokens {
     ids: FxHashMap<Box<[u8]>, u32>,
+    /// The shortest and longest of them, in bytes (Llama 3's: 5 and 128; most pieces are shorter).
+    lengths: (usize, usize),
     /// Bit `filter_index(token)` is set for each token of `ids`.
     filter: Box<[u64; FILTER_BITS / 64]>,
 }
@@ -27,6 +29,7 @@ impl WholeTokens {
         let mut merged = Vec::new();
         let mut ids = FxHashMap::default();
         let mut filter = Box::new([0u64; FILTER_BITS / 64]);
+        let mut lengths = (usize::MAX, 0);
         for (id, bytes) in vocab.tokens() {
             merged.clear();
             encode_piece(bytes, vocab, &mut scratch, &mut merged);
@@ -34,14 +37,18 @@ impl WholeTokens {
                 let bit = filter_index(bytes);
                 filter[bit / 64] |= 1 << (bit % 64);
                 ids.insert(Box::from(bytes), id);
+                lengths = (lengths.0.min(bytes.len()), lengths.1.max(bytes.len()));
             }
         }
-        (!ids.is_empty()).then_some(Self { ids, filter })
+        (!ids.is_empty()).then_some(Self { ids, lengths, filter })
     }
 
     /// The token `piece` is, when the merges would not make it.
     #[inline(always)]
     pub fn get(&self, piece: &[u8]) -> Option<u32> {
+        if piece.len() < self.lengths.0 || piece.len() > self.lengths.1 {
+            return None;
+        }
         let bit = filter_index(piece);
         if self.filter[bit / 64] & (1 << (bit % 64)) == 0 {
             return None;
@@ -52,12 +59,12 @@ impl WholeTokens {
 
 #[inline(always)]
 fn filter_index(piece: &[u8]) -> usize {
-    let (first, last) = match piece {
-        [] => (0, 0),
-        [first, .., last] => (*first, *last),
-        [only] => (*only, *only),
-    };
-    let mixed = (piece.len() as u32).wrapping_mul(0x9E37_79B1) ^ u32::from(first) << 8 ^ u32::from(last);
+    if piece.is_empty() {
+        return 0;
+    }
+    let (first, second, last) = (piece[0], piece[piece.len().min(2) - 1], piece[piece.len() - 1]);
+    let ends = u32::from(first) << 16 | u32::from(second) << 8 | u32::from(last);
+    let mixed = (piece.len() as u32).wrapping_mul(0x9E37_79B1) ^ ends.wrapping_mul(0x27D4_EB2F);
     (mixed.wrapping_mul(0x85EB_CA6B) >> 16) as usize % FILTER_BITS
 }
 
