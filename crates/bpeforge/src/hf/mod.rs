@@ -224,7 +224,9 @@ impl HfTokenizer {
     ) {
         let (mut start, mut group) = (from, 0);
         for (at, &end) in ends.iter().enumerate() {
-            if let Some(id) = whole_tokens.get(&bytes[start..end]) {
+            // Most pieces are shorter than every such token: no slice of them is looked at.
+            let piece_len = end - start;
+            if let Some(id) = whole_tokens.may_be(piece_len).then(|| whole_tokens.get(&bytes[start..end])).flatten() {
                 self.encoder.encode_piece_ends(bytes, from, &ends[group..at], state, out);
                 out.push(id);
                 (from, group) = (end, at + 1);

@@ -43,10 +43,16 @@ impl WholeTokens {
         (!ids.is_empty()).then_some(Self { ids, lengths, filter })
     }
 
+    /// Whether a piece of `len` bytes may be one of them.
+    #[inline(always)]
+    pub fn may_be(&self, len: usize) -> bool {
+        len.wrapping_sub(self.lengths.0) <= self.lengths.1 - self.lengths.0
+    }
+
     /// The token `piece` is, when the merges would not make it.
     #[inline(always)]
     pub fn get(&self, piece: &[u8]) -> Option<u32> {
-        if piece.len() < self.lengths.0 || piece.len() > self.lengths.1 {
+        if !self.may_be(piece.len()) {
             return None;
         }
         let bit = filter_index(piece);
