@@ -33,6 +33,10 @@ PIPELINES = {
     "Llama 3's file": file_pre_tokenizer("llama3"),
     "Qwen2's file": file_pre_tokenizer("qwen2"),
     "OLMo 2's file (Split removed, inverted)": file_pre_tokenizer("olmo2"),
+    "a Split on a string": {
+        "type": "Sequence",
+        "pretokenizers": [{**split(""), "pattern": {"String": ". "}}, BYTE_LEVEL],
+    },
     "a custom Split": {
         "type": "Sequence",
         "pretokenizers": [split(r"\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+"), BYTE_LEVEL],

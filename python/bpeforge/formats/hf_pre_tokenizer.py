@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import regex
-
 from bpeforge._core import PATTERNS
 from bpeforge.formats.superbpe_pipelines import pattern_of_reference
 
@@ -56,7 +54,7 @@ def _split_pattern(split: dict[str, Any]) -> str:
     if "Regex" in pattern:
         source = pattern["Regex"]
     elif "String" in pattern:
-        source = regex.escape(pattern["String"])
+        source = _escaped(pattern["String"])
     else:
         raise _refuse(split, "its pattern is neither {'Regex': ...} nor {'String': ...}")
     behavior, invert = str(split.get("behavior", "")).lower(), bool(split.get("invert", False))
@@ -65,6 +63,15 @@ def _split_pattern(split: dict[str, Any]) -> str:
     if (behavior, invert) == ("removed", True) and source in dict(PATTERNS).values():
         return source  # a preset's regex leaves no text unmatched, so keeping only its matches is the same cut
     raise _refuse(split, f"behavior {split.get('behavior')!r} with invert={invert} keeps or drops text otherwise")
+
+
+# The chars a regex gives a meaning; escaped with a backslash, each is itself to fancy-regex (and to Oniguruma).
+_REGEX_SYNTAX = frozenset("\\.+*?()|[]{}^$#&-~")
+
+
+def _escaped(literal: str) -> str:
+    """`literal` as a regex that matches it (no `regex` package at run time: it is a test dependency only)."""
+    return "".join("\\" + ch if ch in _REGEX_SYNTAX else ch for ch in literal)
 
 
 def _flatten(step: dict[str, Any]) -> list[dict[str, Any]]:
