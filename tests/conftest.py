@@ -8,9 +8,16 @@ so, when it is unset, so that a fresh clone still runs the rest of the suite.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+
+# A suite started as a background job of a non-interactive shell (`bash .ci/run &`, `nohup`) inherits SIGINT
+# ignored, and so would every process it starts: the Ctrl-C tests (test_interrupts.py, test_cli.py, ...) then
+# see nothing. Python's own handler again here; a process the tests start gets the default at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SPECIAL = "<|endoftext|>"
 # The CS336 fixture texts that encoding tests run on.
