@@ -17,7 +17,7 @@ use pyo3::types::{PyByteArray, PyBytes};
 
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
-use crate::pools::{detached_on, pool_for, CallThreads};
+use crate::pools::{detached_on, pool_for};
 
 type Block<'py> = (IdArray, Bound<'py, PyByteArray>, u64, Vec<(usize, u64, Bound<'py, PyBytes>)>);
 
@@ -26,7 +26,7 @@ pub struct PyJsonlBlocks {
     encoder: Arc<Encoder>,
     /// Locked for a call (a class shared between Python threads must be `Sync`).
     records: Mutex<JsonlRecords>,
-    pool: CallThreads,
+    pool: Arc<rayon::ThreadPool>,
 }
 
 impl PyJsonlBlocks {

@@ -1,74 +1,65 @@
-//! The threads an encoding call runs on: `bpeforge::threads`'s bound, on the
-//! one pool a process keeps (all cores) or on a pool of the call's own.
+//! The threads an encoding call runs on: `bpeforge::threads`'s bound, on one
+//! of the two pools a process keeps (all cores, and the last smaller size).
 
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use bpeforge::{max_threads, thread_count, CallPool};
+use bpeforge::{max_threads, thread_count};
 use pyo3::prelude::*;
 
 use crate::errors::to_py_err;
 
-/// The pool of one call: the shared one, or one that ends with the call.
-pub enum CallThreads {
-    Shared(Arc<rayon::ThreadPool>),
-    Own(CallPool),
-}
-
-impl Deref for CallThreads {
-    type Target = rayon::ThreadPool;
-
-    fn deref(&self) -> &rayon::ThreadPool {
-        match self {
-            CallThreads::Shared(pool) => pool,
-            CallThreads::Own(pool) => pool,
-        }
-    }
-}
-
-/// The pool a call asking for `num_threads` runs on. An ask of all cores (or
-/// more: it is bounded, `threads.rs`) runs on the shared pool, kept for the
-/// next call: a pool built per call cost each call its threads' start, and a
-/// 2 MB batch of 20news on 2 threads ran at 470-873 MB/s warm against 941-987
-/// on a kept pool. A smaller ask gets a pool of its own, gone when the call
-/// returns, so no ask leaves threads behind but the shared pool's.
-pub fn pool_for(num_threads: Option<usize>) -> PyResult<CallThreads> {
+/// The pool a call asking for `num_threads` runs on, kept for the next call:
+/// a pool built per call cost each call its threads' start (a 2 MB batch of
+/// 20news on 2 threads ran at 470-873 MB/s warm against 941-987 on a kept
+/// pool, and one sentence on `num_threads=1` took 53-101 us against 18). An
+/// ask of all cores (or more: it is bounded, `threads.rs`) runs on the pool of
+/// all cores; a smaller ask on the one pool kept for the last smaller ask,
+/// replaced when another size is asked. So a process holds at most twice its
+/// cores in threads, however many sizes it asks for.
+pub fn pool_for(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    static ALL_CORES: Mutex<Option<KeptPool>> = Mutex::new(None);
+    static SMALLER: Mutex<Option<KeptPool>> = Mutex::new(None);
     let threads = thread_count(num_threads).map_err(to_py_err)?;
-    if threads == max_threads() {
-        return shared_pool().map(CallThreads::Shared);
+    let slot = if threads == max_threads() { &ALL_CORES } else { &SMALLER };
+    kept_pool(slot, threads)
+}
+
+/// A pool and the process and size it was built for.
+struct KeptPool {
+    pid: u32,
+    threads: usize,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+/// The pool of `threads` threads kept in `slot`, built when there is none of
+/// that size for this process. Not rayon's global pool: after `fork`
+/// (multiprocessing, PyTorch DataLoader workers) the child inherits pools
+/// whose threads do not exist there, and the first parallel call waits forever
+/// (HF tokenizers' known failure). A child builds its own.
+fn kept_pool(slot: &Mutex<Option<KeptPool>>, threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    let pid = std::process::id();
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    match slot.as_ref() {
+        Some(kept) if kept.pid == pid && kept.threads == threads => return Ok(kept.pool.clone()),
+        // The parent's pool: its threads are not in this process, so dropping
+        // it could wait on them. Leak it instead.
+        Some(kept) if kept.pid != pid => std::mem::forget(slot.take()),
+        // Another size: its threads exit once idle after the last call on it.
+        _ => drop(slot.take()),
     }
-    CallPool::new(Some(threads), "bpeforge").map(CallThreads::Own).map_err(to_py_err)
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("bpeforge-{i}"))
+        .build()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("cannot start worker threads: {e}")))?;
+    let pool = Arc::new(pool);
+    *slot = Some(KeptPool { pid, threads, pool: pool.clone() });
+    Ok(pool)
 }
 
 /// Run `work` without the GIL on `pool`.
 pub fn detached_on<T: Send>(py: Python<'_>, pool: &rayon::ThreadPool, work: impl FnOnce() -> T + Send) -> T {
     py.detach(|| pool.install(work))
-}
-
-/// The pool of all cores this process keeps. Not rayon's global pool: after
-/// `fork` (multiprocessing, PyTorch DataLoader workers) the child inherits
-/// pools whose threads do not exist there, and the first parallel call waits
-/// forever (HF tokenizers' known failure). A child builds its own.
-fn shared_pool() -> PyResult<Arc<rayon::ThreadPool>> {
-    static SHARED: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-    if slot.as_ref().is_some_and(|(owner, _)| *owner != pid) {
-        // The parent's pool: its threads are not in this process, so dropping
-        // it could wait on them. Leak it instead.
-        std::mem::forget(slot.take());
-    }
-    if let Some((_, pool)) = slot.as_ref() {
-        return Ok(pool.clone());
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(max_threads())
-        .thread_name(|i| format!("bpeforge-shared-{i}"))
-        .build()
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("cannot start worker threads: {e}")))?;
-    let pool = Arc::new(pool);
-    *slot = Some((pid, pool.clone()));
-    Ok(pool)
 }
 
 /// `num_threads` bounded as the core bounds it, with the `TrainingNote` that
