@@ -492,7 +492,7 @@ def test_a_plain_tokenizer_takes_add_special_tokens_as_pipelines_do(tmp_path):
 
     path = open_tokenizer("gpt2").save_hf(tmp_path / "gpt2.json")
     ours, theirs = bpeforge.Tokenizer.from_hf(path), _hf(path)
-    assert not getattr(ours, "runs_pipeline", False)
+    assert not ours.runs_pipeline
     text = "Hello world <|endoftext|> 12345"
     for add in (True, False):
         expected = theirs.encode(text, add_special_tokens=add).ids

@@ -122,7 +122,7 @@ def encode_files(
         return EncodeStats(counter.done, token_writer.tokens, elapsed, len(files), len(records.skipped))
     writer = NpyWriter(output, dtype, overwrite=overwrite, inputs=guarded)
     files = list(files) if files is not None else expand(inputs, glob)
-    pipeline = runs_pipeline(tokenizer)
+    pipeline = tokenizer.runs_pipeline
     segments = list(_segments(files, one_per_text_file=separator is not None or pipeline))
     with writer:
         rate = lambda elapsed: f"{writer.length / max(elapsed, 1e-9):,.0f} tokens/s"  # noqa: E731
@@ -205,7 +205,7 @@ def encode_documents(
     appends a text file's ids into the writer's file (`output` names it in errors); records come a batch at
     a time."""
     for source_kind, paths in _segments(files, one_per_text_file=True):
-        if source_kind == "text" and not runs_pipeline(tokenizer):
+        if source_kind == "text" and not tokenizer.runs_pipeline:
             source = [os.fspath(paths[0])]
 
             def append(fd: int, offset: int, source: list[str] = source) -> int:
@@ -231,11 +231,6 @@ def _segments(files: Sequence[Path], *, one_per_text_file: bool) -> Iterator[tup
             yield source_kind, paths
         else:
             yield from ((source_kind, [path]) for path in paths)
-
-
-def runs_pipeline(tokenizer: Tokenizer) -> bool:
-    """A tokenizer.json pipeline (`Tokenizer.from_hf`): its text files are encoded whole, as documents."""
-    return getattr(tokenizer, "runs_pipeline", False)
 
 
 def _record_batches(

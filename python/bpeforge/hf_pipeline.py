@@ -83,9 +83,7 @@ def _pipeline_class(cls: type[Tokenizer]) -> type[Tokenizer]:
 class PipelineMethods:
     """The methods of a `Tokenizer` that differ when its `_core` is an `HfPipeline`."""
 
-    # Files and Ray encode each text file of a pipeline tokenizer whole, as one document: where a pipeline's
-    # normalizer and pre-tokenizers allow a cut, no rule says (a preset pattern's tokenizer cuts a file).
-    runs_pipeline = True
+    runs_pipeline = True  # see `Tokenizer.runs_pipeline`
     _base: type
     _core: Any
     _hf_json: str

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def core_reads_jsonl(tokenizer: Tokenizer, records: RecordOptions) -> bool:
     """Whether the core can read `tokenizer`'s JSON Lines: not for a tokenizer.json pipeline (its own steps run
     in Python's batches), nor for a text field with no UTF-8 form (a lone surrogate: Python compares it as is)."""
-    if getattr(tokenizer, "runs_pipeline", False) or not hasattr(getattr(tokenizer, "_core", None), "encode_jsonl"):
+    if tokenizer.runs_pipeline or not hasattr(tokenizer._core, "encode_jsonl"):
         return False
     try:
         records.text_field.encode("utf-8")

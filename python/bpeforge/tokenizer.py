@@ -76,6 +76,10 @@ class Tokenizer(core_tables.CoreTables):
     are the same whatever its size.
     """
 
+    # True for a tokenizer.json pipeline (`from_hf`): files and Ray then encode each text file whole, as one
+    # document, since no rule says where a pipeline's normalizer and pre-tokenizers allow a cut.
+    runs_pipeline: bool = False
+
     def __init__(
         self,
         vocab: dict[int, bytes],

@@ -103,7 +103,7 @@ def _timed_encode(tokenizer: Tokenizer, path, threads: int | None) -> tuple[int,
         tokens[0] += len(data) // ID_BYTES
 
     def encode_once() -> int:
-        if getattr(tokenizer, "runs_pipeline", False):  # a tokenizer.json pipeline encodes the file whole
+        if tokenizer.runs_pipeline:  # a tokenizer.json pipeline encodes the file whole
             text = whole_text(path)
             tokens[0] += len(tokenizer.encode_to_numpy(text, add_special_tokens=False))
             return len(text.encode("utf-8"))

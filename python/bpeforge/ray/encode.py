@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import ray
 
-from bpeforge.encode_files import choose_dtype, runs_pipeline, stack_separator
+from bpeforge.encode_files import choose_dtype, stack_separator
 from bpeforge.formats import token_files
 from bpeforge.formats.atomic import check_apart_from_inputs, check_output, write_text_atomically
 from bpeforge.formats.gpt2 import read_json
@@ -99,7 +99,7 @@ def encode(
         shards, blocks = row_blocks(inputs, text_column)
     else:
         blocks = None
-        paths, specials, whole_files = normalize_paths(inputs), tokenizer.special_tokens, runs_pipeline(tokenizer)
+        paths, specials, whole_files = normalize_paths(inputs), tokenizer.special_tokens, tokenizer.runs_pipeline
         shards = plan_files(paths, specials, tokenizer.pattern, shard_bytes, glob, whole_files=whole_files)
         _refuse_records(shards)
     job = {"format": FORMAT, "version": VERSION, "tokenizer": fingerprint(tokenizer), "dtype": dtype}
@@ -142,7 +142,7 @@ def fingerprint(tokenizer: Tokenizer) -> str:
     for left, right in tokenizer.merges:
         digest.update(b"m%d:%d:" % (len(left), len(right)) + left + right)
     digest.update(json.dumps([tokenizer.special_tokens, tokenizer.pattern]).encode())
-    if runs_pipeline(tokenizer):
+    if tokenizer.runs_pipeline:
         digest.update(tokenizer._hf_json.encode())  # the normalizer, pre-tokenizers, post-processor too
     return digest.hexdigest()
 
@@ -235,7 +235,7 @@ def _encode_text(tokenizer: Tokenizer, shard: Shard, writer: NpyWriter) -> np.nd
     """A text shard's ids; a document starts at its file's start and after each
     special token (at the shard's end if the next shard starts one). A pipeline's
     shard is a whole file, one document."""
-    if runs_pipeline(tokenizer):
+    if tokenizer.runs_pipeline:
         writer.write(tokenizer.encode_to_numpy(whole_text(Path(shard.source))).astype(writer.dtype).tobytes())
         return np.zeros(1, dtype=np.uint64)
     special_ids = [tokenizer.token_to_id(token) for token in tokenizer.special_tokens]
@@ -252,7 +252,7 @@ def _encode_text(tokenizer: Tokenizer, shard: Shard, writer: NpyWriter) -> np.nd
 
 def _encode_rows(tokenizer: Tokenizer, texts: list[str], writer: NpyWriter) -> np.ndarray:
     """A Dataset block's ids: each row is a document, following the previous one."""
-    if runs_pipeline(tokenizer):
+    if tokenizer.runs_pipeline:
         ids, offsets = tokenizer.encode_batch_to_numpy(texts, 1)
         writer.write(ids.astype(writer.dtype).tobytes())
         return offsets[:-1].astype(np.uint64)
