@@ -1,6 +1,7 @@
 """`bpeforge.train_superbpe` against the reference: HF `tokenizers`' own
 pre-tokenizers and trainer for stage 1, the SuperBPE fork's recorded output
-for stage 2 (tests/data/superbpe/, see its README), and the rules themselves."""
+for stage 2 (tests/data/superbpe/, see its README), with `tie_break="hf"`; plain
+Python oracles of stage 2 in both modes; and the rules themselves."""
 
 from __future__ import annotations
 
@@ -86,16 +87,17 @@ def test_stage1_equals_tokenizers_and_stage2_equals_the_fork(case):
     ).merges
     assert spelled(stage1) == hf_stage1_merges(corpus, vocab_size)
     # The fork read `head -n t merges.txt`: the version line and t-1 merges.
-    result = train_superbpe(corpus, vocab_size, transition=t - 1, num_threads=2)
+    result = train_superbpe(corpus, vocab_size, transition=t - 1, tie_break="hf", num_threads=2)
     fork = [tuple(line.split(" ")) for line in (FIXTURES / case["merges"]).read_text(encoding="utf-8").splitlines()[1:]]
     assert spelled(result.merges) == fork
     assert any(b" " in left + right and (left + right).strip(b" ").count(b" ") >= 1 for left, right in result.merges)
 
 
-def test_superword_tokens_obey_the_rules(tmp_path):
+@pytest.mark.parametrize("tie_break, vocab_size", [("cs336", 256 + 10 + 100), ("hf", 120)])
+def test_superword_tokens_obey_the_rules(tmp_path, tie_break, vocab_size):
     path = tmp_path / "t.txt"
     path.write_text(("the end of the day: we go on and on and on\n" * 5 + "in 2024, 1234567 of the\n") * 4)
-    result = train_superbpe(path, 120, transition=10, max_words=3, num_threads=1)
+    result = train_superbpe(path, vocab_size, transition=10, max_words=3, tie_break=tie_break, num_threads=1)
     tokens = [left + right for left, right in result.merges[10:]]
     assert tokens, "stage 2 learnt nothing"
     for token in tokens:
@@ -111,16 +113,85 @@ def test_superword_tokens_obey_the_rules(tmp_path):
     assert len(ids) < 5, "five words, fewer tokens"
 
 
+def test_vocab_size_counts_bytes_merges_and_specials_with_cs336_ties(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("the end of the day<|endoftext|>\nand on and on and on\n" * 20)
+    result = train_superbpe(path, 256 + 1 + 12 + 8, ["<|endoftext|>"], transition=12, num_threads=1)
+    stage1 = bpeforge.train(path, 256 + 1 + 12, ["<|endoftext|>"], documents="lines", pattern=STAGE1_PATTERN)
+    # Every inherited merge is kept, the specials are cut out of the text and come last.
+    assert result.merges[:12] == stage1.merges and len(result.merges) == 12 + 8
+    assert len(result.vocab) == 256 + 1 + 12 + 8 and result.vocab[len(result.vocab) - 1] == b"<|endoftext|>"
+    assert all(b"<|" not in left + right for left, right in result.merges)
+
+
 def test_arguments_are_checked(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("ab ab\n")
     with pytest.raises(ValueError, match="tie_break"):
-        train_superbpe(path, 50, transition=1, tie_break="cs336")
+        train_superbpe(path, 300, transition=1, tie_break="gpt2")
     with pytest.raises(ValueError, match="transition"):
-        train_superbpe(path, 50, transition=40)
+        train_superbpe(path, 50, transition=40, tie_break="hf")
+    with pytest.raises(ValueError, match="transition"):
+        train_superbpe(path, 400, transition=40)
+    with pytest.raises(ValueError, match="below the 297 tokens stage 1 leaves"):
+        train_superbpe(path, 296, transition=40, special_tokens=["<s>"])
 
 
-def oracle_stage2(pieces: dict[bytes, int], inherited, vocab_size: int, max_words: int, forbid: bytes):
+def oracle_stage2(pieces: dict[bytes, int], inherited, vocab_size: int, max_words: int, forbid: bytes, tie_break):
+    """Stage 2's rules written plainly, for one of the two conventions."""
+
+    def allowed(token: bytes) -> bool:
+        return forbid not in token and len([w for w in token.split(b" ") if w]) <= max_words
+
+    oracle = {"hf": oracle_stage2_hf, "cs336": oracle_stage2_cs336}[tie_break]
+    return oracle(pieces, inherited, vocab_size, allowed)
+
+
+def merged(word: list[bytes], pair: tuple[bytes, bytes]) -> list[bytes]:
+    """`pair` merged in `word`, left to right, non-overlapping."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
+def oracle_stage2_cs336(pieces: dict[bytes, int], inherited, vocab_size: int, allowed):
+    """CS336's conventions: each piece encoded with the inherited merges by rank (the lowest-ranked pair
+    first), then the CS336 loop (recount, take the greatest (count, left, right) whose token is allowed,
+    merge it everywhere) until 256 bytes + merges reach vocab_size; every inherited merge kept."""
+    ranks: dict = {}
+    for rank, pair in enumerate(inherited):
+        ranks.setdefault(pair, rank)
+    words = []
+    for piece in pieces:
+        word = [bytes([b]) for b in piece]
+        while True:
+            found = [ranks[pair] for pair in zip(word, word[1:]) if pair in ranks]
+            if not found:
+                break
+            word = merged(word, inherited[min(found)])
+        words.append(word)
+    merges = list(inherited)
+    while 256 + len(merges) < vocab_size:
+        counts: dict = {}
+        for word, n in zip(words, pieces.values()):
+            for pair in zip(word, word[1:]):
+                counts[pair] = counts.get(pair, 0) + n
+        candidates = [(n, pair) for pair, n in counts.items() if allowed(pair[0] + pair[1])]
+        if not candidates:
+            break
+        best = max(candidates)[1]
+        merges.append(best)
+        words = [merged(word, best) for word in words]
+    return merges
+
+
+def oracle_stage2_hf(pieces: dict[bytes, int], inherited, vocab_size: int, allowed):
     """The fork's `do_train_extend`, written plainly: HF ids, a map with one
     entry (count, words) per pair during the replay, then HF's heap loop."""
     import heapq
@@ -188,7 +259,7 @@ def oracle_stage2(pieces: dict[bytes, int], inherited, vocab_size: int, max_word
         if pair_counts[pair] < 1:
             break
         token = tokens[pair[0]] + tokens[pair[1]]
-        if forbid in token or len([w for w in token.split(b" ") if w]) > max_words:
+        if not allowed(token):
             continue
         new = token_id(token)
         made.append((pair, new))
@@ -202,25 +273,31 @@ def oracle_stage2(pieces: dict[bytes, int], inherited, vocab_size: int, max_word
 LINES = st.lists(st.text(alphabet=st.sampled_from([*"ab  ::,1234", "é"]), min_size=1, max_size=30), min_size=1)
 
 
+@pytest.mark.parametrize("tie_break", ["hf", "cs336"])
 @settings(max_examples=60, deadline=None)
 @given(lines=LINES, transition=st.integers(1, 12), extra=st.integers(0, 40), max_words=st.integers(1, 4))
-def test_stage2_equals_a_plain_oracle_of_the_fork_on_generated_corpora(
-    tmp_path_factory, lines, transition, extra, max_words
+def test_stage2_equals_a_plain_oracle_on_generated_corpora(
+    tmp_path_factory, tie_break, lines, transition, extra, max_words
 ):
     path = tmp_path_factory.mktemp("superbpe") / "t.txt"
     text = "\n".join(lines) + "\n"
     path.write_bytes(text.encode("utf-8"))
-    stage1 = bpeforge.train(path, 1000, tie_break="hf", documents="lines", pattern=STAGE1_PATTERN).merges
+    # Stage 1 as train_superbpe runs it: HF's to vocab_size, CS336's to its `transition` merges (a prefix).
+    stage1_size = 1000 if tie_break == "hf" else 256 + transition
+    stage1 = bpeforge.train(path, stage1_size, tie_break=tie_break, documents="lines", pattern=STAGE1_PATTERN).merges
     if transition > len(stage1):
         return
     pieces: dict[bytes, int] = {}
     for line in text.splitlines(keepends=True):
         for piece in bpeforge.pretokenize(line, SUPERWORD_PATTERN):
             pieces[piece.encode("utf-8")] = pieces.get(piece.encode("utf-8"), 0) + 1
-    vocab_size = len({b for p in pieces for b in p}) + transition + extra
-    result = train_superbpe(path, vocab_size, transition=transition, max_words=max_words, num_threads=1)
-    # train_superbpe's stage 1 ran to vocab_size: its first `transition` merges are stage1's.
-    assert result.merges == oracle_stage2(pieces, stage1[:transition], vocab_size, max_words, b": ")
+    alphabet = 256 if tie_break == "cs336" else len({b for p in pieces for b in p})
+    vocab_size = alphabet + transition + extra
+    result = train_superbpe(
+        path, vocab_size, transition=transition, max_words=max_words, tie_break=tie_break, num_threads=1
+    )
+    expected = oracle_stage2(pieces, stage1[:transition], vocab_size, max_words, b": ", tie_break)
+    assert result.merges == expected
 
 
 def test_the_cli_writes_the_forks_merges(tmp_path):
@@ -230,7 +307,7 @@ def test_the_cli_writes_the_forks_merges(tmp_path):
     case = next(case for case in fixture_cases() if case["name"] == "gutenberg")
     output = tmp_path / "tok"
     command = [sys.executable, "-m", "bpeforge", "train", str(FIXTURES / case["corpus"]), "-o", str(output)]
-    command += ["--vocab-size", str(case["vocab_size"]), "--superbpe", str(case["t"] - 1)]
+    command += ["--vocab-size", str(case["vocab_size"]), "--superbpe", str(case["t"] - 1), "--tie-break", "hf"]
     run = subprocess.run([*command, "--no-special-tokens", "--no-progress"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "superword tokens (spanning words): " in run.stdout and "bytes/token" in run.stdout
@@ -251,6 +328,7 @@ def test_the_reference_pipelines_as_pre_tokenizer_objects_give_the_forks_merges(
         transition=case["t"] - 1,
         pre_tokenizer=stage1,
         superword_pre_tokenizer=json.dumps(stage2),
+        tie_break="hf",
         num_threads=2,
     )
     fork = [tuple(line.split(" ")) for line in (FIXTURES / case["merges"]).read_text(encoding="utf-8").splitlines()[1:]]

@@ -23,9 +23,9 @@ def words(token: bytes) -> int:
     return len([word for word in token.split(b" ") if word])
 
 
-def truncated_stage1(merge_count: int) -> bpeforge.Tokenizer:
+def truncated_stage1(merge_count: int, tie_break: str = "hf") -> bpeforge.Tokenizer:
     """Stage 1 of the paper's recipe on the gutenberg fixture, cut to its first `merge_count` merges."""
-    stage1 = bpeforge.train(GUTENBERG, 1500, tie_break="hf", documents="lines", pattern=STAGE1_PATTERN)
+    stage1 = bpeforge.train(GUTENBERG, 1500, tie_break=tie_break, documents="lines", pattern=STAGE1_PATTERN)
     merges = stage1.merges[:merge_count]
     vocab = {i: bytes([i]) for i in range(256)}
     known = set(vocab.values())
@@ -36,10 +36,11 @@ def truncated_stage1(merge_count: int) -> bpeforge.Tokenizer:
     return bpeforge.Tokenizer(vocab, merges, pattern=STAGE1_PATTERN)
 
 
-def test_extending_stage1_learns_what_train_superbpe_learns_after_the_same_merges():
-    base = truncated_stage1(600)
-    whole = train_superbpe(GUTENBERG, 1500, transition=600, num_threads=1)
-    extended = train_superbpe(GUTENBERG, len(base.vocab) + 300, extend=base, num_threads=1)
+@pytest.mark.parametrize("tie_break", ["cs336", "hf"])
+def test_extending_stage1_learns_what_train_superbpe_learns_after_the_same_merges(tie_break):
+    base = truncated_stage1(600, tie_break)
+    whole = train_superbpe(GUTENBERG, 1500, transition=600, tie_break=tie_break, num_threads=1)
+    extended = train_superbpe(GUTENBERG, len(base.vocab) + 300, extend=base, tie_break=tie_break, num_threads=1)
     assert extended.merges[: len(base.merges)] == base.merges
     new = extended.merges[len(base.merges) :]
     expected = [merge for merge in whole.merges if merge not in set(base.merges)]

@@ -90,7 +90,7 @@ def train_superbpe(
     max_words: int | None = None,
     forbid: Iterable[bytes] | None = None,
     extend: TokenizerSource | None = None,
-    tie_break: str = "hf",
+    tie_break: str = "cs336",
     documents: str = "lines",
     min_frequency: int | None = None,
     num_threads: int | None = None,
@@ -105,8 +105,21 @@ def train_superbpe(
     (dropping one whose pair occurs nowhere in the pieces, as the reference
     does), then learns merges until the vocabulary reaches `vocab_size`,
     skipping any token that holds one of `forbid` or more than `max_words`
-    words (0: no limit). `vocab_size` counts HF's vocabulary: special tokens,
-    the bytes seen and the distinct tokens made.
+    words (0: no limit).
+
+    `tie_break` picks the conventions of both stages. "cs336" (the default):
+    a tie of counts goes to the greater pair of byte strings, every inherited
+    merge is kept (replayed on the pieces as the result encodes them), and
+    `vocab_size` counts 256 bytes + `transition` + new merges + specials, so
+    stage 2 learns `vocab_size - 256 - len(special_tokens) - transition`
+    merges. "hf" is the reference's trainer (HF `tokenizers`' fork), merge for
+    merge: ties to the smallest pair of HF's ids, an inherited merge whose
+    pair occurs nowhere in the pieces dropped, and `vocab_size` counting HF's
+    vocabulary (special tokens, the bytes seen, the distinct tokens made).
+    `documents="lines"` (the default in both) makes each line a document, as
+    the reference reads its files: stage 2's pieces are lines, never more.
+    Special tokens in the text are cut out with "cs336" and counted as text
+    with "hf", as HF's trainer reads them.
 
     `recipe` gives every argument left as None: "paper" (the default; 200K,
     t = 180K, the paper's pre-tokenizers) or "o200k-2025" (128K, t = 100K, an
@@ -117,7 +130,9 @@ def train_superbpe(
     a directory or a file) skips stage 1: stage 2 runs on top of BASE, every
     merge of which is inherited, and the result keeps BASE's ids, merges and
     special tokens, its new merges after them (`bpeforge.superbpe_extend`).
-    There `vocab_size` counts the result's tokens, the base's included.
+    There `vocab_size` counts the result's tokens, the base's included
+    (with "cs336" one a new merge, so a merge that spells a base token makes
+    the result a token smaller).
 
     The result's merges are stage 2's (the kept inherited ones, then the
     superword ones) and its pattern is `superword_pattern`, so its tokenizer
@@ -131,8 +146,6 @@ def train_superbpe(
     pattern = _pattern_or_pipeline("pattern", pattern, pre_tokenizer)
     superword_pattern = _pattern_or_pipeline("superword_pattern", superword_pattern, superword_pre_tokenizer)
     settings = _settings(recipe, vocab_size, transition, pattern, superword_pattern, max_words, forbid)
-    if tie_break != "hf":
-        raise ValueError('train_superbpe follows the reference trainer, HF tokenizers\' fork: use tie_break="hf"')
     specials = normalize_specials(special_tokens)
     files = [os.fspath(p) for p in expand(normalize_paths(inputs), None)]
     check_modes(tie_break, documents, files)
@@ -149,26 +162,52 @@ def train_superbpe(
             raise ValueError(
                 "pattern is stage 1's pre-tokenizer, and extend= runs only stage 2; give superword_pattern instead"
             )
-        stage2 = superbpe_extend.Stage2(settings.superword_pattern, settings.max_words, settings.forbid)
+        stage2 = superbpe_extend.Stage2(settings.superword_pattern, settings.max_words, settings.forbid, tie_break)
         return superbpe_extend.extend_superbpe(
             files, extend, vocab_size, specials, stage2, documents, min_frequency, threads, progress
         )
+    stage1_vocab_size = _stage1_vocab_size(vocab_size, len(specials), settings.transition, tie_break)
     common = dict(tie_break=tie_break, documents=documents, min_frequency=min_frequency, num_threads=threads)
-    stage1 = train(files, vocab_size, specials, pattern=settings.pattern, progress=progress, **common)
+    stage1 = train(files, stage1_vocab_size, specials, pattern=settings.pattern, progress=progress, **common)
     if settings.transition > len(stage1.merges):
         raise ValueError(
             f"transition {settings.transition:,} is beyond stage 1's {len(stage1.merges):,} merges "
             f"(the corpus ran out of pairs, or vocab_size {vocab_size:,} is reached first); give a smaller transition"
         )
     inherited = stage1.merges[: settings.transition]
+    del stage1
     superword_pattern, forbid = settings.superword_pattern, list(settings.forbid)
     with progress_bars(progress) as bars:
         # As in stage 1 (`train`): HF's trainer, and so the reference, counts special tokens in the text as text.
         split = tie_break != "hf"
         counts = _core.Counts.from_files(files, specials, threads, None, bars, superword_pattern, documents, split)
-        core = counts._train_superwords(vocab_size, inherited, settings.max_words, forbid, min_frequency or 0, bars)
+        core = counts._train_superwords(
+            vocab_size,
+            inherited,
+            settings.max_words,
+            forbid,
+            min_frequency or 0,
+            bars,
+            tie_break=tie_break,
+            num_threads=threads,
+        )
     result = result_from_core(core, specials, superword_pattern, vocab_size)
     return replace(result, stats=replace(result.stats, files=len(files)))
+
+
+def _stage1_vocab_size(vocab_size: int, num_specials: int, transition: int, tie_break: str) -> int:
+    """The vocab_size stage 1 trains to. With CS336's ties a run's merges are a prefix of any longer run's,
+    so stage 1 stops at `transition` merges; HF's vocabulary count is known only as it trains, so stage 1
+    runs to `vocab_size`, as the reference's does."""
+    if tie_break == "hf":
+        return vocab_size
+    stage1 = 256 + num_specials + transition
+    if stage1 > vocab_size:
+        raise ValueError(
+            f"vocab_size {vocab_size:,} is below the {stage1:,} tokens stage 1 leaves (256 bytes, {num_specials} "
+            f"special tokens and transition {transition:,} merges); give a larger vocab_size or a smaller transition"
+        )
+    return stage1
 
 
 def _pattern_or_pipeline(name: str, pattern: str | None, pipeline: dict | str | None) -> str | None:

@@ -35,6 +35,7 @@ class Stage2:
     superword_pattern: str
     max_words: int
     forbid: tuple[bytes, ...]
+    tie_break: str = "cs336"
 
 
 def extend_superbpe(
@@ -64,7 +65,15 @@ def extend_superbpe(
     with progress_bars(progress) as bars:
         counts = _core.Counts.from_files(files, specials, threads, None, bars, pattern, documents)
         _, merges, stats = counts._train_superwords(
-            vocab_size, base.merges, stage2.max_words, list(stage2.forbid), min_frequency or 0, bars, new_tokens
+            vocab_size,
+            base.merges,
+            stage2.max_words,
+            list(stage2.forbid),
+            min_frequency or 0,
+            bars,
+            new_tokens,
+            tie_break=stage2.tie_break,
+            num_threads=threads,
         )
     added = _new_merges(base.merges, merges)
     vocab = _extended_vocab(base.vocab, added, new_specials)

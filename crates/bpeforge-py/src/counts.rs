@@ -212,12 +212,15 @@ impl PyCounts {
     }
 
     /// SuperBPE's stage 2 on a table of its pieces: replay `inherited`, then
-    /// learn superword merges with HF's loop: `(vocab, merges, stats)`. With
-    /// `new_tokens`, learn until HF's vocabulary grows by that many past the
-    /// replay, whatever `vocab_size` says (extending a base tokenizer).
+    /// learn superword merges with `tie_break`'s loop: `(vocab, merges, stats)`.
+    /// With `new_tokens`, learn that many past the replay (HF: until its
+    /// vocabulary grows by that many), whatever `vocab_size` says (extending a base tokenizer).
     #[pyo3(
         name = "_train_superwords",
-        signature = (vocab_size, inherited, max_words=4, forbid=vec![b": ".to_vec()], min_frequency=0, progress=None, new_tokens=None),
+        signature = (
+            vocab_size, inherited, max_words=4, forbid=vec![b": ".to_vec()], min_frequency=0, progress=None,
+            new_tokens=None, tie_break="cs336", num_threads=None,
+        ),
     )]
     #[allow(clippy::too_many_arguments)]
     fn train_superwords<'py>(
@@ -230,9 +233,12 @@ impl PyCounts {
         min_frequency: u64,
         progress: Option<Py<PyAny>>,
         new_tokens: Option<usize>,
+        tie_break: &str,
+        num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let options = TrainOptions {
-            tie_break: TieBreak::Hf,
+            tie_break: TieBreak::parse(tie_break).map_err(to_py_err)?,
+            num_threads: noted_threads(py, num_threads)?,
             min_frequency,
             pattern: self.inner.pattern.clone(),
             ..TrainOptions::new(vocab_size, self.inner.special_tokens.clone())

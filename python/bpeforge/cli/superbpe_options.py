@@ -13,13 +13,14 @@ def add_superbpe_options(cmd: argparse.ArgumentParser) -> None:
         "--tie-break",
         choices=("cs336", "hf"),
         default="cs336",
-        help="hf: HF tokenizers' BpeTrainer ties (smallest pair of its ids) and vocab_size (its vocabulary)",
+        help="hf: HF tokenizers' BpeTrainer ties (smallest pair of its ids) and vocab_size (its vocabulary); "
+        "with --superbpe, the reference's trainer merge for merge",
     )
     cmd.add_argument(
         "--documents",
         choices=("files", "lines"),
-        default="files",
-        help="lines: each line of a text file is a document, as HF's train(files) reads them",
+        help="lines: each line of a text file is a document, as HF's train(files) reads them "
+        "(default: files, and lines with --superbpe)",
     )
     cmd.add_argument(
         "--superbpe",
@@ -28,7 +29,7 @@ def add_superbpe_options(cmd: argparse.ArgumentParser) -> None:
         const=0,
         metavar="T",
         help="train a SuperBPE tokenizer: keep stage 1's first T merges (default: the recipe's), then learn "
-        "superword tokens on whole lines (implies --tie-break hf --documents lines; the reference's t is T+1). "
+        "superword tokens on whole lines (the reference's t is T+1; add --tie-break hf for its merges). "
         "With --extend BASE, give no T: stage 2 runs on top of BASE, keeping its ids",
     )
     cmd.add_argument(
@@ -48,7 +49,7 @@ def hf_kwargs(args: argparse.Namespace) -> dict:
     kwargs = {}
     if args.tie_break != "cs336":
         kwargs["tie_break"] = args.tie_break
-    if args.documents != "files":
+    if args.documents not in (None, "files"):
         kwargs["documents"] = args.documents
     return kwargs
 
@@ -64,6 +65,8 @@ def run_superbpe(args: argparse.Namespace, inputs: list, vocab_size: int, specia
         superword_pattern=args.superword_pattern,
         max_words=args.max_words,
         extend=args.extend,
+        tie_break=args.tie_break,
+        documents=args.documents or "lines",
         min_frequency=args.min_frequency,
         num_threads=args.threads,
         progress=not args.no_progress,

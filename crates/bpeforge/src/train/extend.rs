@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::merge::{byte_symbols, learn_merges_from, MergeLimits, Start};
+use super::table::PretokenCounts;
 use super::{check_counted_specials, stats_of, CountsFile, TrainOptions, TrainStats};
 use crate::bpe::merges::{show, Merge};
 use crate::bpe::vocab::Vocabulary;
@@ -113,7 +114,7 @@ pub fn extend_from_counts(
     check_counted_specials(&counted, options)?;
     let mut stats = stats_of(&counted);
     let started = std::time::Instant::now();
-    let start = start_from_base(&counted, base.vocab(), pool);
+    let start = start_from_base(&counted.counts, base.vocab(), pool);
     drop(counted);
     let limits = MergeLimits { min_frequency: options.min_frequency, max_token_length: options.max_token_length };
     let learned = learn_merges_from(start, wanted, limits, observer)?;
@@ -131,7 +132,7 @@ pub fn extend_from_counts(
 /// The merge loop's starting point: each pre-token as the base encodes it.
 /// Symbols are the bytes, then one per token a base merge makes; every
 /// distinct pre-token is encoded once, in parallel.
-fn start_from_base(counted: &CountsFile, vocab: &Vocabulary, pool: &rayon::ThreadPool) -> Start {
+pub(super) fn start_from_base(counts: &PretokenCounts, vocab: &Vocabulary, pool: &rayon::ThreadPool) -> Start {
     const NONE: u32 = u32::MAX;
     let mut symbols = byte_symbols();
     let mut symbol_of_id = vec![NONE; vocab.len()];
@@ -146,7 +147,7 @@ fn start_from_base(counted: &CountsFile, vocab: &Vocabulary, pool: &rayon::Threa
         symbols.push(Arc::from(vocab.token(id).expect("a merge makes a token of the vocab")));
     }
 
-    let pretokens = FlatPretokens::from(counted);
+    let pretokens = FlatPretokens::from(counts);
     let encoded: Vec<EncodedChunk> = pool.install(|| {
         pretokens
             .spans
@@ -185,10 +186,10 @@ struct FlatPretokens {
     spans: Vec<(usize, u32, u64)>,
 }
 
-impl From<&CountsFile> for FlatPretokens {
-    fn from(counted: &CountsFile) -> Self {
-        let mut flat = Self { bytes: Vec::new(), spans: Vec::with_capacity(counted.counts.len()) };
-        counted.counts.for_each(|bytes, count| {
+impl From<&PretokenCounts> for FlatPretokens {
+    fn from(counts: &PretokenCounts) -> Self {
+        let mut flat = Self { bytes: Vec::new(), spans: Vec::with_capacity(counts.len()) };
+        counts.for_each(|bytes, count| {
             flat.spans.push((flat.bytes.len(), bytes.len() as u32, count));
             flat.bytes.extend_from_slice(bytes);
         });
@@ -234,7 +235,6 @@ mod tests {
     use super::*;
     use crate::pretokenize::pattern::Pattern;
     use crate::progress::Silent;
-    use crate::train::table::PretokenCounts;
     use crate::train::train_from_counts;
 
     const SPECIAL: &str = "<|endoftext|>";

@@ -76,6 +76,19 @@ pub fn learn_merges_from(
     limits: MergeLimits,
     observer: &dyn Observer,
 ) -> Result<Learned, Error> {
+    learn_merges_accepting(start, max_merges, limits, |_, _| true, observer)
+}
+
+/// `learn_merges_from`, never merging a pair of tokens `accept` refuses (SuperBPE's
+/// rules): the best pair it accepts wins. A pair's tokens are fixed bytes, so a
+/// refusal is for good.
+pub fn learn_merges_accepting(
+    start: Start,
+    max_merges: usize,
+    limits: MergeLimits,
+    accept: impl Fn(&[u8], &[u8]) -> bool,
+    observer: &dyn Observer,
+) -> Result<Learned, Error> {
     let fixed_tokens = start.fixed_tokens;
     let mut state = MergeState::new(start, limits.max_token_length);
     let tokens_before = fixed_tokens + state.tokens();
@@ -84,7 +97,7 @@ pub fn learn_merges_from(
     let mut merges = Vec::with_capacity(max_merges.min(1 << 16));
     let mut tokens = Vec::with_capacity(max_merges.min(1 << 16));
     while merges.len() < max_merges {
-        let Some((pair, count)) = state.pop_best() else { break };
+        let Some((pair, count)) = state.pop_best(&accept) else { break };
         if count < limits.min_frequency {
             break;
         }
@@ -197,7 +210,9 @@ impl MergeState {
     /// The pair to merge next and its count, or `None` when no pair is left.
     /// A pair that would make a token longer than the limit is dropped for
     /// good: it holds only existing symbols, so its count can never grow again.
-    fn pop_best(&mut self) -> Option<(Pair, u64)> {
+    /// A pair `accept` refuses leaves the table, so that no refill admits it
+    /// again (should a merge that reuses a symbol bring it back, it is refused again).
+    fn pop_best(&mut self, accept: &impl Fn(&[u8], &[u8]) -> bool) -> Option<(Pair, u64)> {
         loop {
             while let Some(mut top) = self.queue.pop() {
                 if top.left().len() + top.right().len() > self.max_token_length {
@@ -205,7 +220,11 @@ impl MergeState {
                 }
                 let live = self.pairs.count(top.pair);
                 if live == top.count as i64 {
-                    return Some((top.pair, top.count));
+                    if accept(top.left(), top.right()) {
+                        return Some((top.pair, top.count));
+                    }
+                    self.pairs.remove(top.pair);
+                    continue;
                 }
                 // Below the floor, the pair waits in `pairs` for a refill.
                 if live > 0 && self.queue.admits(live as u64) {
@@ -294,7 +313,7 @@ impl MergeState {
 /// copies into a `Vec` and again into the `Arc`, and each freed `Vec` left a
 /// hole that the next, longer token could not use: on one long pre-token,
 /// whose tokens double in length, the holes added up to the tokens' size.
-fn concat(left: &[u8], right: &[u8]) -> Arc<[u8]> {
+pub(super) fn concat(left: &[u8], right: &[u8]) -> Arc<[u8]> {
     // An iterator of known length: the `Arc` is allocated once, at its size.
     left.iter().chain(right).copied().collect()
 }

@@ -25,6 +25,7 @@ pub mod queue;
 pub mod short_counts;
 mod step_changes;
 pub mod superword;
+mod superword_cs336;
 pub mod table;
 mod tiered_queue;
 pub mod word;
@@ -272,11 +273,16 @@ fn train_hf(
     Ok(TrainResult { vocab, merges: learned.merges, stats })
 }
 
-/// SuperBPE's stage 2 from a count table of its pieces (`superword.rs`):
-/// replay `inherited` (stage 1's first merges), then learn superword merges
-/// with HF's loop until HF's vocabulary reaches `options.vocab_size` (or
-/// grows by `new_tokens` past the replay). Also returns the pieces' length in
-/// tokens after the replay and at the end.
+/// SuperBPE's stage 2 from a count table of its pieces: replay `inherited`
+/// (stage 1's first merges), then learn superword merges that `rules` allow,
+/// with `options.tie_break`'s loop and vocabulary count, until the vocabulary
+/// reaches `options.vocab_size` (or grows by `new_tokens` past the replay).
+/// - CS336 (`superword_cs336.rs`): every inherited merge is kept, and
+///   `vocab_size` counts 256 bytes + merges + specials as ever;
+/// - HF (`superword.rs`): the reference's loop, inherited merges whose pair
+///   occurs nowhere dropped, and `vocab_size` counts HF's vocabulary.
+///
+/// Also returns the pieces' length in tokens after the replay and at the end.
 pub fn train_superwords_from_counts(
     counted: &CountsFile,
     options: &TrainOptions,
@@ -289,19 +295,57 @@ pub fn train_superwords_from_counts(
     check_counted_specials(counted, options)?;
     let mut stats = stats_of(counted);
     let started = Instant::now();
-    let limits = hf_limits(options);
-    let (learned, replayed, learnt) = superword::learn_superwords(
-        &counted.counts,
-        specials.tokens(),
-        inherited,
-        rules,
-        limits,
-        new_tokens,
-        observer,
-    )?;
+    let (merges, tokens, replayed, learnt) = match options.tie_break {
+        TieBreak::Hf => {
+            let limits = hf_limits(options);
+            let (learned, replayed, learnt) = superword::learn_superwords(
+                &counted.counts,
+                specials.tokens(),
+                inherited,
+                rules,
+                limits,
+                new_tokens,
+                observer,
+            )?;
+            (learned.merges, learned.tokens, replayed, learnt)
+        }
+        TieBreak::Cs336 => {
+            let wanted = match new_tokens {
+                Some(wanted) => wanted,
+                None => superword_merges_wanted(options.vocab_size, specials.tokens().len(), inherited.len())?,
+            };
+            let limits =
+                merge::MergeLimits { min_frequency: options.min_frequency, max_token_length: options.max_token_length };
+            let pool = build_pool(options.num_threads)?;
+            let learned = superword_cs336::learn_superwords_cs336(
+                &counted.counts,
+                inherited,
+                rules,
+                limits,
+                wanted,
+                &pool,
+                observer,
+            )?;
+            let inherited_tokens = inherited.iter().map(|(left, right)| merge::concat(left, right));
+            let tokens = inherited_tokens.chain(learned.tokens).collect();
+            let merges = inherited.iter().cloned().chain(learned.merges).collect();
+            (merges, tokens, learned.tokens_before, learned.tokens_after)
+        }
+    };
     stats.merge_time = started.elapsed();
-    let vocab = layout_vocab(learned.tokens, specials.tokens());
-    Ok((TrainResult { vocab, merges: learned.merges, stats }, replayed, learnt))
+    let vocab = layout_vocab(tokens, specials.tokens());
+    Ok((TrainResult { vocab, merges, stats }, replayed, learnt))
+}
+
+/// How many merges stage 2 learns past the inherited ones (CS336's count).
+fn superword_merges_wanted(vocab_size: usize, num_specials: usize, inherited: usize) -> Result<usize, Error> {
+    let minimum = 256 + num_specials + inherited;
+    vocab_size.checked_sub(minimum).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "vocab_size {vocab_size} is too small: it must be at least {minimum} \
+             (256 byte tokens + {num_specials} special tokens + {inherited} inherited merges)"
+        ))
+    })
 }
 
 fn check_counted_specials(counted: &CountsFile, options: &TrainOptions) -> Result<(), Error> {

@@ -41,6 +41,11 @@ impl SuperwordRules {
         let forbidden = self.forbid.iter().any(|f| !f.is_empty() && token.windows(f.len()).any(|w| w == &f[..]));
         (self.max_words == 0 || words <= self.max_words) && !forbidden
     }
+
+    /// Whether stage 2 may merge `left` and `right`.
+    pub fn allows_pair(&self, left: &[u8], right: &[u8]) -> bool {
+        self.allows(&[left, right].concat())
+    }
 }
 
 /// Stage 2: replay `inherited` on the pieces of `counts`, then learn
