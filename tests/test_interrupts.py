@@ -207,7 +207,7 @@ def test_sigterm_at_any_moment_of_training_leaves_no_temporary(tmp_path):
     # (what shows on stderr, the most seconds after it): reading and counting, merging, the last merges and writing
     moments = [("pre-tokenize", 0.4), ("merges", 0.4), ("merges:  9", 0.2), ("merges: 100%", 0.1)]
     codes = []
-    for _ in range(12):
+    for _ in range(8):
         shutil.rmtree(out)
         out.mkdir()
         for name, data in old.items():

@@ -29,11 +29,11 @@ import bpeforge
 import bpeforge.tiktoken as bt
 import numpy as np
 import pytest
-import regex
 from bpeforge.formats.tiktoken_ranks import read_rank_lines
 from bpeforge.tiktoken.registry import DATA, ENCODING_CONSTRUCTORS, RANK_FILES, load_ranks
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from splits import assigned_code_points
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -358,8 +358,7 @@ def test_docstring_examples(module):
 def every_assigned_code_point() -> list[str]:
     """Every code point in a class of Unicode 17.0 or 16.0 (letters, marks, numbers, punctuation, symbols,
     separators, controls, formats, private use); of the unassigned ones, one in 256 stands for the rest."""
-    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    return [ch for i, ch in enumerate(chars) if not regex.match(r"\p{Cn}", ch) or i % 256 == 0]
+    return assigned_code_points(0, 256)
 
 
 def test_same_ids_as_tiktoken_on_every_code_point(pair):
