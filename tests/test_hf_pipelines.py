@@ -96,6 +96,19 @@ def test_real_files_batch_numpy_and_decode_agree(pair):
         assert ours.decode(ids) == theirs.decode(ids, skip_special_tokens=False)
 
 
+def test_real_files_batches_of_many_short_texts_keep_each_texts_ids(pair):
+    """A batch of lines: the pieces of many texts are looked up together (`encode/piece_run.rs`), with added
+    tokens, the post-processor's ids and long texts (encoded alone) between them, on one and two threads."""
+    theirs, ours = pair
+    lines = _texts()[0].splitlines(keepends=True)
+    texts = [*lines, *(line + "<|endoftext|>" for line in lines[:40]), *_texts()[1:], _texts()[1], *lines[:300]]
+    for add in (True, False):
+        expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=add)]
+        for threads in (1, 2):
+            ids, offsets = ours.encode_batch_to_numpy(texts, num_threads=threads, add_special_tokens=add)
+            assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected, (add, threads)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_text(["<|endoftext|>", "<s>", " <mask>", "|||EMAIL_ADDRESS|||"]))
 def test_real_files_on_generated_unicode(pair, text):

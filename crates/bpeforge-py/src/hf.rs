@@ -3,7 +3,7 @@
 //! more than GPT-2's vocabulary and merges. Frozen and shared by threads;
 //! every method that encodes releases the GIL.
 
-use bpeforge::{HfTokenizer, Workspace};
+use bpeforge::HfTokenizer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 
@@ -25,7 +25,7 @@ impl PyHfPipeline {
     }
 
     /// All the texts' ids in one array and where each text's end, as the
-    /// encoder's own batches give them (`Encoder::encode_batch_into_by`):
+    /// pipeline's batches give them (`HfTokenizer::encode_batch_into`):
     /// the `str`s borrowed, each worker's state and buffers kept from text
     /// to text, no `Vec` a text.
     fn encode_all(
@@ -37,7 +37,7 @@ impl PyHfPipeline {
     ) -> PyResult<(Vec<u32>, Vec<usize>)> {
         let errors = WorkerErrors::default();
         let texts = worker_utf8(texts, &self.last_transcoded, &errors)?;
-        let (inner, encoder) = (&self.inner, self.inner.encoder());
+        let inner = &self.inner;
         // Room for the whole batch at once, as the encoder's own batches take it (grown text by text,
         // it was copied and its new pages faulted in on every call).
         let room = texts.iter().map(WorkerUtf8::id_room_bytes).sum::<usize>();
@@ -45,11 +45,7 @@ impl PyHfPipeline {
         let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
         let pool = pool_for(num_threads)?;
         for group in groups_by_weight(&texts, BATCH_CHECK_BYTES) {
-            let run = || {
-                encoder.encode_batch_into_by(group, &mut all, &mut ends, |text, state, work: &mut Workspace, out| {
-                    inner.encode_into(text, add_special_tokens, work, state, out)
-                })
-            };
+            let run = || inner.encode_batch_into(group, add_special_tokens, &mut all, &mut ends);
             // A worker's Python error (a lone surrogate) is the one to raise.
             detached_on(py, &pool, run).map_err(|error| errors.take().unwrap_or_else(|| to_py_err(error)))?;
             py.check_signals()?;

@@ -37,7 +37,7 @@ pub use bpe::{encode_piece, Scratch};
 pub use encode::cache::shared::DEFAULT_CACHE_BYTES;
 pub use encode::files::{encode_files, Sink, ENCODE_CHUNK_SIZE};
 pub use encode::jsonl_records::{EncodedRecords, JsonlRecords, RECORDS_BLOCK_BYTES};
-pub use encode::{ids_buffer, BatchText, EncodeState, Encoder};
+pub use encode::{ids_buffer, BatchText, EncodeState, Encoder, PieceRun};
 pub use error::Error;
 pub use formats::gpt2::{parse_merges, parse_vocab};
 pub use formats::gpt2_vocab::gpt2_files_vocabulary;

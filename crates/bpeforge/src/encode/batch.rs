@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::affinity::run_with_affinity;
 use super::flat_batch::{append_in_text_order, WorkerIds};
-use super::{ids_buffer, BatchText, EncodeState, Encoder};
+use super::{ids_buffer, BatchText, EncodeState, Encoder, PooledState};
 use crate::error::Error;
 
 impl Encoder {
@@ -91,12 +91,32 @@ impl Encoder {
         ends: &mut Vec<usize>,
         encode_text: impl Fn(&str, &mut EncodeState, &mut W, &mut Vec<u32>) -> Result<(), Error> + Sync,
     ) -> Result<(), Error> {
+        let base = out.len();
+        let (mut workers, weights) = self.flat_batch_workers(texts, out, || (String::new(), W::default()));
+        let result = run_with_affinity(&mut workers, &weights, |(state, ids, (utf8, buffers)), i| {
+            let text = texts[i].utf8(utf8)?;
+            ids.record(i, |out| {
+                out.reserve(text.len() / 2 + 16);
+                encode_text(text, state, buffers, out)
+            })
+        });
+        finish_flat_batch(workers, result.map(drop), (out, base), ends, texts.len())
+    }
+
+    /// The workers of a flat batch (`encode_batch_into_by`) of `texts`, each
+    /// with its state, its ids (the first's written in place to `out`) and
+    /// what `extra` makes it, and the texts' weights.
+    pub(super) fn flat_batch_workers<T: BatchText, X>(
+        &self,
+        texts: &[T],
+        out: &mut Vec<u32>,
+        extra: impl Fn() -> X,
+    ) -> (Vec<FlatWorker<'_, X>>, Vec<usize>) {
         self.share_if_parallel(texts.len());
         let weights = text_weights(texts);
         let states = worker_states(texts.len(), || self.pooled_state());
-        let base = out.len();
         let share = weights.iter().sum::<usize>() / states.len();
-        let mut workers: Vec<_> = states
+        let workers = states
             .into_iter()
             .enumerate()
             .map(|(worker, mut state)| {
@@ -108,31 +128,11 @@ impl Encoder {
                 if worker == 0 {
                     ids.write_in_order_to(std::mem::take(out));
                 }
-                (state, ids, String::new(), W::default())
+                let extra = extra();
+                (state, ids, extra)
             })
             .collect();
-        let result = run_with_affinity(&mut workers, &weights, |(state, ids, utf8, buffers), i| {
-            let text = texts[i].utf8(utf8)?;
-            ids.record(i, |out| {
-                out.reserve(text.len() / 2 + 16);
-                encode_text(text, state, buffers, out)
-            })
-        });
-        let (mut states, mut written): (Vec<_>, Vec<WorkerIds>) =
-            workers.into_iter().map(|(state, ids, _, _)| (state, ids)).unzip();
-        match result {
-            Ok(_) => append_in_text_order(out, &mut written, texts.len(), ends),
-            Err(_) => {
-                *out = written[0].take_out().expect("the first worker holds `out`");
-                out.truncate(base);
-            }
-        }
-        for (state, mut worker) in states.iter_mut().zip(written) {
-            worker.ids.clear();
-            state.batch_ids = worker.ids;
-        }
-        give_back(states);
-        result.map(drop)
+        (workers, weights)
     }
 
     /// Workers that may run at once share from their first text: a worker
@@ -184,6 +184,37 @@ where
     }
     let first: &EncodeState = first;
     rest.par_iter_mut().filter(|state| state.wants_seeds).for_each(|state| state.start_from(first));
+}
+
+/// A worker of a flat batch: its state, the ids it wrote, and buffers of its own.
+pub(super) type FlatWorker<'e, X> = (PooledState<'e>, WorkerIds, X);
+
+/// After the workers of a flat batch (`flat_batch_workers`) are done: their
+/// ids appended to `out` in text order and each text's end to `ends` (or,
+/// on an error, `out` as it was: `base` long), their buffers kept by their
+/// states, the states given back.
+pub(super) fn finish_flat_batch<X>(
+    workers: Vec<FlatWorker<'_, X>>,
+    result: Result<(), Error>,
+    (out, base): (&mut Vec<u32>, usize),
+    ends: &mut Vec<usize>,
+    texts: usize,
+) -> Result<(), Error> {
+    let (mut states, mut written): (Vec<_>, Vec<WorkerIds>) =
+        workers.into_iter().map(|(state, ids, _)| (state, ids)).unzip();
+    match result {
+        Ok(()) => append_in_text_order(out, &mut written, texts, ends),
+        Err(_) => {
+            *out = written[0].take_out().expect("the first worker holds `out`");
+            out.truncate(base);
+        }
+    }
+    for (state, mut worker) in states.iter_mut().zip(written) {
+        worker.ids.clear();
+        state.batch_ids = worker.ids;
+    }
+    give_back(states);
+    result
 }
 
 /// Drop `states` last first: see `worker_states`.

@@ -66,6 +66,32 @@ impl WorkerIds {
     }
 }
 
+impl WorkerIds {
+    /// Where the ids of text `first` and the texts after it go (to be
+    /// recorded by `record_texts`): the caller's array when text `first` is
+    /// the next in place, else this worker's buffer.
+    pub(super) fn destination(&mut self, first: usize) -> &mut Vec<u32> {
+        match self.in_place.as_mut().filter(|in_place| in_place.next == first) {
+            Some(in_place) => &mut in_place.out,
+            None => &mut self.ids,
+        }
+    }
+
+    /// Record texts `first..first + text_ends.len()` as written to
+    /// `destination(first)`, which held `start` ids before them, each
+    /// ending where `text_ends` says.
+    pub(super) fn record_texts(&mut self, first: usize, start: usize, text_ends: &[usize]) {
+        if let Some(in_place) = self.in_place.as_mut().filter(|in_place| in_place.next == first) {
+            in_place.ends.extend_from_slice(text_ends);
+            in_place.next += text_ends.len();
+            return;
+        }
+        let starts = std::iter::once(start).chain(text_ends.iter().copied());
+        let spans = starts.zip(text_ends).enumerate().map(|(nth, (start, &end))| (first + nth, start, end));
+        self.spans.extend(spans);
+    }
+}
+
 /// A text's room in the output and the ids to write there.
 type RoomAndIds<'a> = (&'a mut [MaybeUninit<u32>], &'a [u32]);
 

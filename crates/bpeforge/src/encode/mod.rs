@@ -16,7 +16,8 @@
 //! Here the `Encoder`, its tables and single calls; `pieces.rs` the lookup path
 //! of a document's pieces; `piece_batch.rs` a batch of pieces packed, hashed and
 //! prefetched ahead of its lookups; `piece_ends.rs` pieces a caller cut
-//! (a `tokenizer.json` pipeline's); `parts.rs` long pieces cut where no merge
+//! (a `tokenizer.json` pipeline's), and `piece_run.rs` and `run_batch.rs`
+//! those of many short texts looked up together; `parts.rs` long pieces cut where no merge
 //! joins; `batch.rs` the many-text API; `allowed_specials.rs` tiktoken's
 //! special-token policy; `state.rs` what a thread keeps between calls;
 //! `files.rs` whole files in parallel; `jsonl_records.rs` JSON Lines records
@@ -34,14 +35,19 @@ pub(crate) mod jsonl_records;
 mod parts;
 mod piece_batch;
 mod piece_ends;
+mod piece_run;
 mod pieces;
+mod run_batch;
 mod state;
+mod unmerged_tokens;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 pub use batch_text::BatchText;
+pub use piece_run::PieceRun;
 pub use state::{EncodeState, PooledState, StatePool};
+use unmerged_tokens::UnmergedTokens;
 
 use crate::bpe::vocab::Vocabulary;
 use crate::encode::cache::seeds::{vocabulary_seeds, SEEDS_MAX};
@@ -63,6 +69,8 @@ pub struct Encoder {
     seeds: OnceLock<Vec<u32>>,
     /// Set once `seed_tables` was called: `set_cache_bytes` plants them again.
     seeding: OnceLock<()>,
+    /// With HF's `ignore_merges`, the tokens the merges do not make (`unmerged_tokens.rs`).
+    unmerged: Option<Box<UnmergedTokens>>,
 }
 
 /// The current shared cache; `set_cache_bytes` swaps in a new one and bumps
@@ -118,6 +126,7 @@ impl Encoder {
             states: StatePool::default(),
             seeds: OnceLock::new(),
             seeding: OnceLock::new(),
+            unmerged: None,
         })
     }
 

@@ -70,13 +70,34 @@ impl Encoder {
         state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) {
-        let (mut i, mut long_pieces) = (0, 0);
         if batch.long_hashed {
             (0..LONG_ENTRIES_AHEAD).for_each(|nth| batch.prefetch_long_entry(nth, &state.long));
         }
-        while i < ends.len() {
-            i = self.encode_hits(batch, ends.len(), i, state, out);
-            if i < ends.len() {
+        let long_pieces = self.encode_pieces_of_batch(document, from, ends, batch, 0..ends.len(), 0, state, out);
+        state.long_pieces_last_batch = long_pieces;
+    }
+
+    /// `encode_batch_of_pieces` of the batch's pieces `range` only
+    /// (`long_pieces`: how many pieces too long to pack came before it in
+    /// the batch); how many have come after it. For a batch of pieces of
+    /// several texts, with ids of their own between them (`piece_run.rs`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn encode_pieces_of_batch(
+        &self,
+        document: &[u8],
+        from: usize,
+        ends: &[usize],
+        batch: &mut PieceBatch,
+        range: std::ops::Range<usize>,
+        mut long_pieces: usize,
+        state: &mut EncodeState,
+        out: &mut Vec<u32>,
+    ) -> usize {
+        let (mut i, stop) = (range.start, range.end);
+        while i < stop {
+            i = self.encode_hits(batch, stop, i, state, out);
+            if i < stop {
                 let start = if i == 0 { from } else { ends[i - 1] };
                 let piece = &document[start..ends[i]];
                 if batch.keys[i] == UNPACKED {
@@ -90,7 +111,7 @@ impl Encoder {
                 i += 1;
             }
         }
-        state.long_pieces_last_batch = long_pieces;
+        long_pieces
     }
 
     /// The warm path: from piece `from` on (of `pieces` in `batch`), as long as
@@ -182,7 +203,7 @@ impl Encoder {
             }
         }
         state.misses += 1;
-        encode_piece(bytes, &self.vocab, &mut state.scratch, out);
+        self.merge_piece(bytes, &mut state.scratch, out);
         if let Some(shared) = shared.filter(|_| state.publish) {
             // Added in groups (`SharedCache::insert_all`), at the end of the
             // call or when this many wait; more ids than a slot holds go to
@@ -221,7 +242,10 @@ impl Encoder {
             }
         }
         state.misses += 1;
-        self.encode_in_parts(bytes, state, out);
+        match self.unmerged_token(bytes) {
+            Some(id) => out.push(id),
+            None => self.encode_in_parts(bytes, state, out),
+        }
         if let Some(shared) = shared.filter(|_| state.publish) {
             state.added_here += shared.insert_long(bytes, hash, &out[start..]);
         }
@@ -300,6 +324,10 @@ impl Encoder {
         if let &[byte] = part {
             return out.push(self.vocab.byte_id(byte));
         }
+        if self.unmerged_token(part).is_some() {
+            // The caches hold the token for it as a piece (`unmerged_tokens.rs`).
+            return encode_piece(part, &self.vocab, &mut state.scratch, out);
+        }
         let table = state.table.probe();
         // SAFETY: the bucket index is this probe's.
         if let Some(entry) = unsafe { table.get_inline_at(key, table.bucket_index(hash)) } {
@@ -316,6 +344,10 @@ impl Encoder {
     /// A part of a piece too long for the long-piece table (`encode_in_windows`),
     /// itself too long to pack (`hash` its `hash_long`): that table, or merges.
     pub(super) fn encode_long_part(&self, part: &[u8], hash: u64, state: &mut EncodeState, out: &mut Vec<u32>) {
+        if self.unmerged_token(part).is_some() {
+            // As in `encode_part`.
+            return encode_piece(part, &self.vocab, &mut state.scratch, out);
+        }
         if state.long.get(part, hash, out) {
             state.hits += 1;
             return;

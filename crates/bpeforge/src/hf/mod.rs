@@ -18,10 +18,11 @@
 //! bpeforge's presets (a Split on a preset's regex, or ByteLevel's own regex,
 //! and no prefix space) runs step 3 on the encoder's scanner too; any other
 //! runs its steps (`pre_tokenizers`) into a buffer of pieces first.
-//! `ignore_merges` takes out the pieces that are tokens the merges do not
-//! make (`whole_tokens`). Whatever a file holds that is not run exactly as
-//! `tokenizers` runs it is refused when loading, naming the component
-//! (`json::refuse`).
+//! `ignore_merges` gives a piece that is a token the merges do not make
+//! that token, in the encoder (`encode/unmerged_tokens.rs`). A batch of
+//! texts looks up the pieces of several short texts together (`runs`).
+//! Whatever a file holds that is not run exactly as `tokenizers` runs it is
+//! refused when loading, naming the component (`json::refuse`).
 
 mod added_tokens;
 mod affix_bpe;
@@ -38,9 +39,9 @@ mod post_processors;
 mod pre_tokenize;
 mod pre_tokenizers;
 mod regexes;
+mod runs;
 mod split;
 mod stable_chars;
-mod whole_tokens;
 
 use std::borrow::Cow;
 
@@ -54,7 +55,6 @@ use normalizers::Normalizer;
 use piece_buffer::{CutBuffers, PieceBuffer};
 use post_processors::PostProcessor;
 use pre_tokenizers::PreTokenizer;
-use whole_tokens::WholeTokens;
 
 use crate::bpe::vocab::Vocabulary;
 use crate::encode::{EncodeState, Encoder};
@@ -71,8 +71,6 @@ pub struct HfTokenizer {
     encoder: Encoder,
     /// Whether the encoder's scanner cuts the pieces (a preset's pipeline).
     scanned: bool,
-    /// With `ignore_merges`, the tokens the merges do not make.
-    whole_tokens: Option<WholeTokens>,
     byte_table: ByteTable,
 }
 
@@ -81,6 +79,8 @@ pub struct HfTokenizer {
 pub struct Workspace {
     pieces: PieceBuffer,
     cuts: CutBuffers,
+    /// A stretch's ids, when its model writes them itself (`runs.rs`).
+    ids: Vec<u32>,
 }
 
 impl HfTokenizer {
@@ -112,24 +112,16 @@ impl HfTokenizer {
         let scanned = preset.is_some();
         // Without the scanner the pattern only chooses the tokens planted in the tables (`seeds.rs`).
         let pattern = preset.or_else(|| pre_tokenizer.first_preset()).cloned().unwrap_or(Pattern::Gpt2);
-        let whole_tokens = if model.ignore_merges && model.affixed.is_none() { WholeTokens::of(&vocab) } else { None };
         // The encoder's vocabulary is the pipeline's (no copy: Llama 3's is 60 MiB of tables).
-        let encoder = Encoder::new(vocab, &[], pattern)?;
+        let mut encoder = Encoder::new(vocab, &[], pattern)?;
+        if model.ignore_merges && model.affixed.is_none() {
+            encoder.ignore_merges();
+        }
         if model.affixed.is_none() {
             // Here, when the tokenizer is built, so that no call waits for it.
             encoder.seed_tables();
         }
-        Ok(Self {
-            normalizer,
-            added,
-            pre_tokenizer,
-            model,
-            post,
-            encoder,
-            scanned,
-            whole_tokens,
-            byte_table: ByteTable::new(),
-        })
+        Ok(Self { normalizer, added, pre_tokenizer, model, post, encoder, scanned, byte_table: ByteTable::new() })
     }
 
     /// The ids of `text`; with `add_special_tokens`, the post-processor's around them.
@@ -187,53 +179,18 @@ impl HfTokenizer {
         state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) -> Result<(), Error> {
-        let encoder = &self.encoder;
         if self.scanned {
-            let Some(whole_tokens) = &self.whole_tokens else {
-                return encoder.encode_scanned(stretch, state, out);
-            };
-            let (bytes, mut from) = (stretch.as_bytes(), 0);
-            return encoder.pattern().for_each_batch(stretch, |ends| {
-                self.encode_pieces(bytes, from, ends, whole_tokens, state, out);
-                from = ends[ends.len() - 1];
-            });
+            return self.encoder.encode_scanned(stretch, state, out);
         }
         let pieces = &mut work.pieces;
         self.pre_tokenizer.pre_tokenize(stretch, pieces, &mut work.cuts, self.model.dropped.as_deref())?;
-        let bytes = pieces.bytes_of(stretch);
-        match (&self.model.affixed, &self.whole_tokens) {
-            (Some(affixed), _) => {
+        match &self.model.affixed {
+            Some(affixed) => {
                 pieces.pieces(stretch).for_each(|piece| affixed.encode(piece, self.model.ignore_merges, out));
             }
-            (None, Some(whole_tokens)) => self.encode_pieces(bytes, 0, &pieces.ends, whole_tokens, state, out),
-            (None, None) => encoder.encode_piece_ends(bytes, 0, &pieces.ends, state, out),
+            None => self.encoder.encode_piece_ends(pieces.bytes_of(stretch), 0, &pieces.ends, state, out),
         }
         Ok(())
-    }
-
-    /// `Encoder::encode_piece_ends`, with the pieces that are `whole_tokens`
-    /// given their token instead.
-    fn encode_pieces(
-        &self,
-        bytes: &[u8],
-        mut from: usize,
-        ends: &[usize],
-        whole_tokens: &WholeTokens,
-        state: &mut EncodeState,
-        out: &mut Vec<u32>,
-    ) {
-        let (mut start, mut group) = (from, 0);
-        for (at, &end) in ends.iter().enumerate() {
-            // Most pieces are shorter than every such token: no slice of them is looked at.
-            let piece_len = end - start;
-            if let Some(id) = whole_tokens.may_be(piece_len).then(|| whole_tokens.get(&bytes[start..end])).flatten() {
-                self.encoder.encode_piece_ends(bytes, from, &ends[group..at], state, out);
-                out.push(id);
-                (from, group) = (end, at + 1);
-            }
-            start = end;
-        }
-        self.encoder.encode_piece_ends(bytes, from, &ends[group..], state, out);
     }
 
     /// The most ids the post-processor adds to a text.
