@@ -224,7 +224,7 @@ impl PyCounts {
     )]
     #[allow(clippy::too_many_arguments)]
     fn train_superwords<'py>(
-        &self,
+        &mut self,
         py: Python<'py>,
         vocab_size: usize,
         inherited: Vec<(Vec<u8>, Vec<u8>)>,
@@ -247,8 +247,10 @@ impl PyCounts {
             inherited.into_iter().map(|(left, right)| (left.into(), right.into())).collect();
         let rules = SuperwordRules { max_words, forbid };
         let observer = PyObserver::new(progress);
-        // Borrowed, not cloned: the table of whole lines is about the corpus's size.
-        let counted = &self.inner;
+        // Taken, not cloned, and dropped as soon as stage 2 has the pieces as ids: the table of whole
+        // lines is about the corpus's size. The table is empty afterwards.
+        let counts = std::mem::take(&mut self.inner.counts);
+        let counted = CountsFile { counts, ..self.inner.clone() };
         let (result, replayed, learnt) = run_detached(py, &observer, || {
             bpeforge::train_superwords_from_counts(counted, &options, &inherited, &rules, new_tokens, &observer)
         })?;

@@ -127,6 +127,10 @@ pub struct Start {
     /// Tokens of the pre-tokens left out because they are one symbol already
     /// (count x 1 each): only for the before/after figures.
     pub fixed_tokens: u64,
+    /// Keep pairs that count 1 out of the pair table until no other is left
+    /// (`pairs.rs`): for words that are nearly all distinct (SuperBPE's lines),
+    /// where those pairs are most of the table and never merged.
+    pub sparse_pairs: bool,
 }
 
 impl Start {
@@ -167,7 +171,7 @@ struct MergeState {
 
 impl MergeState {
     fn new(start: Start, max_token_length: Option<usize>) -> Self {
-        let Start { words, word_counts, symbols, .. } = start;
+        let Start { words, word_counts, symbols, sparse_pairs, .. } = start;
         let symbol_ids = symbols.iter().enumerate().map(|(id, bytes)| (bytes.clone(), id as u32)).collect();
         let mut state = Self {
             words,
@@ -179,28 +183,13 @@ impl MergeState {
             symbol_ids,
             max_token_length: max_token_length.unwrap_or(usize::MAX),
         };
-        state.count_initial_pairs();
+        state.pairs = PairTable::from_words(&state.words, &state.word_counts, sparse_pairs);
         state
     }
 
     /// Sum over the words of count x length.
     fn tokens(&self) -> u64 {
         (0..self.words.len() as u32).map(|w| self.word_counts[w as usize] * self.words.symbols(w).len() as u64).sum()
-    }
-
-    fn count_initial_pairs(&mut self) {
-        let mut counts: FxHashMap<Pair, (i64, Vec<u32>)> = FxHashMap::default();
-        for index in 0..self.words.len() as u32 {
-            let count = self.word_counts[index as usize] as i64;
-            for pair in self.words.pairs(index) {
-                let (total, holders) = counts.entry(pair).or_default();
-                *total += count;
-                if holders.last() != Some(&index) {
-                    holders.push(index);
-                }
-            }
-        }
-        self.pairs = PairTable::from_counts(counts);
     }
 
     fn candidate(&self, pair: Pair, count: u64) -> Candidate {
@@ -239,12 +228,26 @@ impl MergeState {
     }
 
     /// Admit the next band of pairs into the dry queue; false when no pair
-    /// that may still merge is left.
+    /// that may still merge is left. A sparse table admits pairs counting 2 or
+    /// more (a pair counting 1 may be missing, and could win a tie); with none
+    /// left, the whole table is counted.
     fn refill_queue(&mut self) -> bool {
+        if self.pairs.is_sparse() {
+            if self.admit_band(2) {
+                return true;
+            }
+            self.pairs = PairTable::from_words(&self.words, &self.word_counts, false);
+        }
+        self.admit_band(1)
+    }
+
+    /// `refill_queue` among the pairs counting `least` or more.
+    fn admit_band(&mut self, least: i64) -> bool {
         let fits = |&(left, right): &Pair| {
             self.symbols[left as usize].len() + self.symbols[right as usize].len() <= self.max_token_length
         };
-        let pairs = self.pairs.counts().filter(|(pair, _)| fits(pair)).map(|(pair, count)| (count as u64, pair));
+        let pairs = self.pairs.counts().filter(|&(pair, count)| count >= least && fits(&pair));
+        let pairs = pairs.map(|(pair, count)| (count as u64, pair));
         let pairs = pairs.collect();
         let mut queue = std::mem::take(&mut self.queue);
         let refilled = queue.refill(pairs, |pair, count| self.candidate(pair, count));
@@ -255,7 +258,12 @@ impl MergeState {
     /// Merge `pair` in every word that holds it and update the counts;
     /// returns the merged symbol.
     fn apply(&mut self, pair: Pair) -> u32 {
+        let symbols = self.symbols.len();
         let new = self.symbol_for_merge(pair);
+        if (new as usize) < symbols && self.pairs.is_sparse() {
+            // An existing symbol: its pairs that count 1 are about to gain.
+            self.pairs.add_missing(&self.words, &self.word_counts, new);
+        }
         let span = self.pairs.remove(pair).range();
         let Self { words, word_counts, pairs, deltas, .. } = self;
         let holders = &pairs.arena()[span];
@@ -435,9 +443,15 @@ mod tests {
                 counts.insert(bytes, *n);
             }
             // Duplicate words were added up by the table; the naive loop sees them apart, which is the same.
-            let fast = learn_merges(counts, 400, MergeLimits::default(), &Silent).unwrap().merges;
-            let fast: Vec<(Vec<u8>, Vec<u8>)> = fast.iter().map(|(l, r)| (l.to_vec(), r.to_vec())).collect();
-            assert_eq!(fast, naive_merges(&words, 400), "round {round}");
+            let expected = naive_merges(&words, 400);
+            // The sparse pair table (pairs counting 1 left out until needed) learns the same merges:
+            // few letters, so merges spell existing symbols, and the run goes on to pairs counting 1.
+            for sparse_pairs in [false, true] {
+                let start = Start { sparse_pairs, ..Start::from_bytes(counts.clone()) };
+                let fast = learn_merges_from(start, 400, MergeLimits::default(), &Silent).unwrap().merges;
+                let fast: Vec<(Vec<u8>, Vec<u8>)> = fast.iter().map(|(l, r)| (l.to_vec(), r.to_vec())).collect();
+                assert_eq!(fast, expected, "round {round}, sparse {sparse_pairs}");
+            }
         }
     }
 
@@ -454,10 +468,36 @@ mod tests {
         }
         // (ab, c) 13 -> abc. (a, bc) 7 -> abc again: the words a.bc.d now
         // hold (abc, d) too, which already listed ab.c.d: 3 + 5 = 8.
+        let sparse =
+            learn_merges_from(Start { sparse_pairs: true, ..start.clone() }, 10, MergeLimits::default(), &Silent);
         let learned = learn_merges_from(start, 10, MergeLimits::default(), &Silent).unwrap();
+        assert_eq!(sparse.unwrap().merges, learned.merges);
         let merges: Vec<(&[u8], &[u8])> = learned.merges.iter().map(|(l, r)| (&**l, &**r)).collect();
         assert_eq!(merges, [(&b"ab"[..], &b"c"[..]), (b"a", b"bc"), (b"abc", b"d")]);
         assert_eq!((learned.tokens_before, learned.tokens_after), (10 * 2 + 5 * 3 + 3 * 3 + 2 * 2, 10 + 5 + 3 + 2));
+    }
+
+    #[test]
+    fn a_sparse_table_counts_the_pairs_of_a_symbol_spelled_again() {
+        // "abc" is made as ab+c, then as a+bc: each time one (abc, x) appears,
+        // counting 1, which a sparse table leaves out until the second spelling.
+        let [a, c, x, zero, one] = [b'a', b'c', b'x', b'0', b'1'].map(u32::from);
+        let mut start = Start { symbols: byte_symbols(), ..Start::default() };
+        start.symbols.extend([Arc::from(&b"ab"[..]), Arc::from(&b"bc"[..])]);
+        let words: [(&[u32], u64); 5] =
+            [(&[256, c], 10), (&[a, 257], 7), (&[256, c, x], 1), (&[a, 257, x], 1), (&[zero, one], 2)];
+        for (word, n) in words {
+            start.words.push_symbols(word);
+            start.word_counts.push(n);
+        }
+        // Then (abc, x) and (0, 1) both count 2: the greater bytes, "abc", first.
+        let expected: [(&[u8], &[u8]); 4] = [(b"ab", b"c"), (b"a", b"bc"), (b"abc", b"x"), (b"0", b"1")];
+        for sparse_pairs in [false, true] {
+            let start = Start { sparse_pairs, ..start.clone() };
+            let learned = learn_merges_from(start, 4, MergeLimits::default(), &Silent).unwrap();
+            let merges: Vec<(&[u8], &[u8])> = learned.merges.iter().map(|(l, r)| (&**l, &**r)).collect();
+            assert_eq!(merges, expected, "sparse {sparse_pairs}");
+        }
     }
 
     #[test]

@@ -283,8 +283,10 @@ fn train_hf(
 ///   occurs nowhere dropped, and `vocab_size` counts HF's vocabulary.
 ///
 /// Also returns the pieces' length in tokens after the replay and at the end.
+/// `counted` is dropped as soon as the pieces are ids (its table holds every
+/// distinct line, about the corpus's size).
 pub fn train_superwords_from_counts(
-    counted: &CountsFile,
+    counted: CountsFile,
     options: &TrainOptions,
     inherited: &[Merge],
     rules: &superword::SuperwordRules,
@@ -292,14 +294,14 @@ pub fn train_superwords_from_counts(
     observer: &dyn Observer,
 ) -> Result<(TrainResult, u64, u64), Error> {
     let specials = SpecialSplitter::new(&options.special_tokens)?;
-    check_counted_specials(counted, options)?;
-    let mut stats = stats_of(counted);
+    check_counted_specials(&counted, options)?;
+    let mut stats = stats_of(&counted);
     let started = Instant::now();
     let (merges, tokens, replayed, learnt) = match options.tie_break {
         TieBreak::Hf => {
             let limits = hf_limits(options);
             let (learned, replayed, learnt) = superword::learn_superwords(
-                &counted.counts,
+                counted.counts,
                 specials.tokens(),
                 inherited,
                 rules,
@@ -318,7 +320,7 @@ pub fn train_superwords_from_counts(
                 merge::MergeLimits { min_frequency: options.min_frequency, max_token_length: options.max_token_length };
             let pool = build_pool(options.num_threads)?;
             let learned = superword_cs336::learn_superwords_cs336(
-                &counted.counts,
+                counted.counts,
                 inherited,
                 rules,
                 limits,

@@ -56,7 +56,7 @@ impl SuperwordRules {
 /// kept, then the new ones), and the pieces' length in tokens after the
 /// replay and at the end.
 pub fn learn_superwords(
-    counts: &PretokenCounts,
+    counts: PretokenCounts,
     specials: &[String],
     inherited: &[Merge],
     rules: &SuperwordRules,
@@ -64,7 +64,9 @@ pub fn learn_superwords(
     new_tokens: Option<usize>,
     observer: &dyn Observer,
 ) -> Result<(HfLearned, u64, u64), Error> {
-    let (mut state, entries) = OccurrenceState::new(counts, specials)?;
+    let (mut state, entries) = OccurrenceState::new(&counts, specials)?;
+    // The pieces are in the arena now; the table holds every distinct line.
+    drop(counts);
     let mut queue: FxHashMap<Pair, _> = entries.into_iter().map(|e| (e.pair, e)).collect();
     let max_length = limits.max_token_length.unwrap_or(usize::MAX);
     let mut made = Vec::with_capacity(inherited.len());
@@ -111,7 +113,7 @@ mod tests {
         let rules = SuperwordRules { max_words: 4, forbid: vec![] };
         let limits = HfLimits { vocab_size: 16, min_frequency: 0, max_token_length: None };
         let (learned, replayed, learnt) =
-            learn_superwords(&table, &[], &inherited, &rules, limits, None, &Silent).unwrap();
+            learn_superwords(table, &[], &inherited, &rules, limits, None, &Silent).unwrap();
         // 19 bytes; after t.o, b.e, " "+to: 14 symbols, x3; fewer at the end.
         assert_eq!(replayed, 14 * 3);
         assert!(learnt < replayed);
@@ -132,7 +134,7 @@ mod tests {
         let rules = SuperwordRules { max_words: 0, forbid: vec![] };
         // vocab_size 1 would learn nothing; new_tokens overrides it.
         let limits = HfLimits { vocab_size: 1, min_frequency: 0, max_token_length: None };
-        let (learned, _, _) = learn_superwords(&table, &[], &inherited, &rules, limits, Some(3), &Silent).unwrap();
+        let (learned, _, _) = learn_superwords(table, &[], &inherited, &rules, limits, Some(3), &Silent).unwrap();
         assert_eq!(learned.merges.len(), 2 + 3);
     }
 }

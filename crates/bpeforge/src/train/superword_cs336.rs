@@ -25,9 +25,10 @@ use crate::progress::Observer;
 /// Replay `inherited` on the pieces of `counts`, then learn up to
 /// `new_merges` merges that `rules` allow. The learned merges are the new
 /// ones only; its token counts are the pieces' length after the replay and
-/// at the end.
+/// at the end. `counts` is dropped once the pieces are tokens: it holds every
+/// distinct line, about the corpus's size.
 pub fn learn_superwords_cs336(
-    counts: &PretokenCounts,
+    counts: PretokenCounts,
     inherited: &[Merge],
     rules: &SuperwordRules,
     limits: MergeLimits,
@@ -35,7 +36,10 @@ pub fn learn_superwords_cs336(
     pool: &rayon::ThreadPool,
     observer: &dyn Observer,
 ) -> Result<Learned, Error> {
-    let start = start_from_base(counts, &inherited_vocabulary(inherited)?, pool);
+    let mut start = start_from_base(&counts, &inherited_vocabulary(inherited)?, pool);
+    drop(counts);
+    // Nearly every line is distinct, and so are most pairs of its tokens.
+    start.sparse_pairs = true;
     learn_merges_accepting(start, new_merges, limits, |left, right| rules.allows_pair(left, right), observer)
 }
 
@@ -60,7 +64,7 @@ mod tests {
         let mut table = PretokenCounts::default();
         lines.iter().for_each(|&(line, n)| table.insert(line.as_bytes(), n));
         let pool = crate::train::build_pool(Some(1)).unwrap();
-        learn_superwords_cs336(&table, inherited, rules, MergeLimits::default(), new, &pool, &Silent).unwrap()
+        learn_superwords_cs336(table, inherited, rules, MergeLimits::default(), new, &pool, &Silent).unwrap()
     }
 
     fn spelled(learned: &Learned) -> Vec<String> {
