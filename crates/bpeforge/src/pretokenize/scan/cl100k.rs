@@ -53,6 +53,17 @@ impl Scanner for Cl100k {
 
     const HAS_BLOCK_RULES: bool = true;
 
+    /// `\s++$` takes a whitespace run to the end whole, where followed by a
+    /// space it would end at its last CR/LF: only a text that ends in
+    /// U+0020, tab, VT or FF may hold such a run ("\n " at the end). (The
+    /// window's rules do not trust a start after a CR/LF whose spaces run
+    /// to its end, so they would leave that run to the char-by-char scanner
+    /// anyway; this keeps the padded window exact without relying on it.)
+    #[inline(always)]
+    fn ends_as_if_spaces_followed(text: &[u8]) -> bool {
+        !matches!(text.last(), Some(b' ' | b'\t' | b'\x0b' | b'\x0c'))
+    }
+
     #[inline(always)]
     fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
         block_starts::<3>(bytes, start, masks, ahead, trusted)

@@ -64,6 +64,17 @@ pub(crate) trait Scanner {
     fn block_starts(_bytes: &[u8], _start: usize, _masks: &Masks, _ahead: u8, _trusted: usize) -> u64 {
         unreachable!("only called where HAS_BLOCK_RULES")
     }
+
+    /// Whether every piece start of `text` but its last piece's is where it
+    /// would be if U+0020 followed the text: then a window of its last
+    /// bytes padded with spaces finds them (`blocks::tail_window`). True of
+    /// a pattern whose only look at what follows is `(?!\S)` and whose
+    /// whitespace runs hold no `$` (a space and the end are both "no \S";
+    /// a space joins only a whitespace run, which holds no CR/LF from the
+    /// pad).
+    fn ends_as_if_spaces_followed(_text: &[u8]) -> bool {
+        true
+    }
 }
 
 /// Decode the char at byte `i` of valid UTF-8 whose lead byte is not ASCII:
