@@ -20,52 +20,28 @@
 //! A pair merged twice appears once in HF's saved merges, at its later rank
 //! (its `merges` is a map from pair to rank): `saved_order` does the same.
 
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use super::hf_ids::HfIds;
+use super::hf_loop::{self, HfLoop};
 use super::table::PretokenCounts;
 use crate::bpe::merges::Merge;
 use crate::error::Error;
-use crate::progress::{Observer, Phase};
+use crate::progress::Observer;
 use crate::util::prefetch::prefetch;
 
-/// How many words ahead `HfState::merge` prefetches.
+/// How many words ahead `HfState::merge_words` prefetches.
 const PREFETCH_AHEAD: usize = 8;
 
 pub(super) type Pair = (u32, u32);
 
-/// A queue entry: HF's `Merge`, ordered as HF orders it.
-pub(super) struct Entry {
-    pub pair: Pair,
-    pub count: u64,
-    /// The words it was pushed for, each once (HF's set: a word's changes
-    /// come together, so a repeat is always the last one pushed).
-    pub words: Vec<u32>,
-}
-
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.count.cmp(&other.count).then_with(|| other.pair.cmp(&self.pair))
-    }
-}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Entry {}
+/// A queue entry (`hf_loop.rs`): its `at` is the words it was pushed for,
+/// each once (HF's set: a word's changes come together, so a repeat is always
+/// the last one pushed).
+pub(super) type Entry = hf_loop::Entry<Vec<u32>>;
 
 /// What HF's loop learned.
 pub struct HfLearned {
@@ -94,7 +70,7 @@ pub fn learn_merges_hf(
     let entries = state.entries(holders);
     state.queue.extend(entries);
     let mut made = Vec::new();
-    state.learn(limits, |_| true, &mut made, observer)?;
+    hf_loop::learn(&mut state, limits, |_| true, &mut made, observer)?;
     Ok(state.learned(&made))
 }
 
@@ -147,7 +123,7 @@ impl HfState {
     /// An entry for each pair of `holders` whose count is positive.
     pub fn entries(&self, holders: Holders) -> Vec<Entry> {
         let positive = holders.into_iter().filter(|(pair, _)| self.pair_counts[pair] > 0);
-        positive.map(|(pair, words)| Entry { pair, count: self.pair_counts[&pair] as u64, words }).collect()
+        positive.map(|(pair, at)| Entry { pair, count: self.pair_counts[&pair] as u64, at }).collect()
     }
 
     /// The live count of `pair`.
@@ -155,50 +131,10 @@ impl HfState {
         self.pair_counts[&pair] as u64
     }
 
-    /// HF's merge loop from the current queue: pop the best entry, push a
-    /// stale one back with its live count, stop at the limits; a merge whose
-    /// token `accept` refuses is dropped (its entry gone) and not counted.
-    pub fn learn(
-        &mut self,
-        limits: HfLimits,
-        accept: impl Fn(&[u8]) -> bool,
-        made: &mut Vec<(Pair, u32)>,
-        observer: &dyn Observer,
-    ) -> Result<(), Error> {
-        let max_length = limits.max_token_length.unwrap_or(usize::MAX);
-        let (start_len, wanted) = (self.ids.len(), limits.vocab_size.saturating_sub(self.ids.len()) as u64);
-        while self.ids.len() < limits.vocab_size {
-            let Some(mut top) = self.queue.pop() else { break };
-            let live = self.count(top.pair);
-            if top.count != live {
-                top.count = live;
-                self.queue.push(top);
-                continue;
-            }
-            if top.count < 1 || limits.min_frequency > top.count {
-                break;
-            }
-            let token = self.ids.concat(top.pair);
-            if !accept(&token) {
-                continue;
-            }
-            let new = self.ids.id_of_or_add(token);
-            made.push((top.pair, new));
-            let gained = self.merge(top.pair, &top.words, new, max_length);
-            let entries = self.entries(gained);
-            self.queue.extend(entries);
-            if made.len().is_multiple_of(64) {
-                observer.progress(Phase::Merge, (self.ids.len() - start_len) as u64, wanted)?;
-            }
-        }
-        observer.progress(Phase::Merge, wanted, wanted)?;
-        Ok(())
-    }
-
     /// Merge `pair` into `new` in `words` (HF's `Word::merge`, in one pass
     /// per word: HF shifts the word at each occurrence); returns the words
     /// that gained each pair.
-    pub fn merge(&mut self, (left, right): Pair, words: &[u32], new: u32, max_length: usize) -> Holders {
+    pub fn merge_words(&mut self, (left, right): Pair, words: &[u32], new: u32, max_length: usize) -> Holders {
         let new_len = self.ids.len_of(left) + self.ids.len_of(right);
         let mut gained = Holders::default();
         // The visits are scattered cache misses, most of the time on whole
@@ -255,6 +191,32 @@ impl HfState {
         let saved = saved_order(made).into_iter().map(|(pair, new)| self.ids.merge_and_token(pair, new));
         let (merges, tokens) = saved.unzip();
         HfLearned { merges, tokens }
+    }
+}
+
+impl HfLoop for HfState {
+    type At = Vec<u32>;
+
+    fn ids(&mut self) -> &mut HfIds {
+        &mut self.ids
+    }
+
+    fn pop(&mut self) -> Option<Entry> {
+        self.queue.pop()
+    }
+
+    fn push(&mut self, entry: Entry) {
+        self.queue.push(entry);
+    }
+
+    fn live_count(&self, pair: Pair) -> u64 {
+        self.count(pair)
+    }
+
+    fn merge(&mut self, entry: Entry, new: u32, max_length: usize) {
+        let gained = self.merge_words(entry.pair, &entry.at, new, max_length);
+        let entries = self.entries(gained);
+        self.queue.extend(entries);
     }
 }
 

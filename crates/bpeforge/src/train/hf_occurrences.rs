@@ -12,29 +12,23 @@
 //! token). A pair pushed more than once is merged as HF does: in the whole
 //! words holding the entry's positions.
 
-use std::cmp::Ordering;
-
 use rustc_hash::FxHashMap;
 
 use super::hf_ids::HfIds;
-use super::hf_merge::{saved_order, HfLearned, HfLimits, Pair};
+use super::hf_loop::{self, HfLoop};
+use super::hf_merge::{saved_order, HfLearned, Pair};
 use super::occurrences::Occurrences;
 use super::step_changes::StepChanges;
 use super::table::PretokenCounts;
 use super::tiered_queue::{Counted, TieredQueue};
 use crate::error::Error;
-use crate::progress::{Observer, Phase};
 
 /// How many positions ahead a merge prefetches.
 const PREFETCH_AHEAD: usize = 32;
 
-/// A queue entry, ordered as HF orders its `Merge`.
-pub(super) struct Entry {
-    pub pair: Pair,
-    pub count: u64,
-    /// Where the pair appeared in the step that pushed the entry (its left token).
-    pub positions: Positions,
-}
+/// A queue entry (`hf_loop.rs`): its `at` is where the pair appeared in the
+/// step that pushed it (its left token's positions).
+pub(super) type Entry = hf_loop::Entry<Positions>;
 
 /// An entry's positions: most entries (pairs seen once) hold one, with no
 /// allocation; the others an exact slice. Millions of entries are never popped.
@@ -69,26 +63,6 @@ impl Positions {
         }
     }
 }
-
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.count.cmp(&other.count).then_with(|| other.pair.cmp(&self.pair))
-    }
-}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Entry {}
 
 impl Counted for Entry {
     fn count(&self) -> u64 {
@@ -154,7 +128,7 @@ impl OccurrenceState {
             return None;
         }
         stat.steps += 1;
-        (stat.count > 0).then(|| Entry { pair, count: stat.count as u64, positions: Positions::new(positions) })
+        (stat.count > 0).then(|| Entry { pair, count: stat.count as u64, at: Positions::new(positions) })
     }
 
     /// Every pair of the pieces (all of single bytes) with the positions it
@@ -187,48 +161,11 @@ impl OccurrenceState {
         self.pairs[&pair].count as u64
     }
 
-    /// HF's merge loop from the current queue (`HfState::learn`).
-    pub fn learn(
-        &mut self,
-        limits: HfLimits,
-        accept: impl Fn(&[u8]) -> bool,
-        made: &mut Vec<(Pair, u32)>,
-        observer: &dyn Observer,
-    ) -> Result<(), Error> {
-        let max_length = limits.max_token_length.unwrap_or(usize::MAX);
-        let (start_len, wanted) = (self.ids.len(), limits.vocab_size.saturating_sub(self.ids.len()) as u64);
-        while self.ids.len() < limits.vocab_size {
-            let Some(mut top) = self.queue.pop() else { break };
-            let live = self.count(top.pair);
-            if top.count != live {
-                top.count = live;
-                self.queue.push(top);
-                continue;
-            }
-            if top.count < 1 || limits.min_frequency > top.count {
-                break;
-            }
-            let token = self.ids.concat(top.pair);
-            if !accept(&token) {
-                continue;
-            }
-            let new = self.ids.id_of_or_add(token);
-            made.push((top.pair, new));
-            let entries = self.merge(top, new, max_length);
-            self.queue.extend(entries);
-            if made.len().is_multiple_of(64) {
-                observer.progress(Phase::Merge, (self.ids.len() - start_len) as u64, wanted)?;
-            }
-        }
-        observer.progress(Phase::Merge, wanted, wanted)?;
-        Ok(())
-    }
-
     /// Merge `entry`'s pair into `new` in the words HF would (see the module
     /// comment); returns an entry for each pair that appeared, as HF pushes.
-    pub fn merge(&mut self, mut entry: Entry, new: u32, max_length: usize) -> Vec<Entry> {
+    pub fn merge_occurrences(&mut self, mut entry: Entry, new: u32, max_length: usize) -> Vec<Entry> {
         self.changes.start(self.ids.len());
-        let positions = entry.positions.as_mut_slice();
+        let positions = entry.at.as_mut_slice();
         // Left to right in a word, as HF merges: positions come ascending
         // but for a pair that appeared twice in one merge's neighbourhood.
         if !positions.is_sorted() {
@@ -324,6 +261,31 @@ impl OccurrenceState {
     }
 }
 
+impl HfLoop for OccurrenceState {
+    type At = Positions;
+
+    fn ids(&mut self) -> &mut HfIds {
+        &mut self.ids
+    }
+
+    fn pop(&mut self) -> Option<Entry> {
+        self.queue.pop()
+    }
+
+    fn push(&mut self, entry: Entry) {
+        self.queue.push(entry);
+    }
+
+    fn live_count(&self, pair: Pair) -> u64 {
+        self.count(pair)
+    }
+
+    fn merge(&mut self, entry: Entry, new: u32, max_length: usize) {
+        let entries = self.merge_occurrences(entry, new, max_length);
+        self.queue.extend(entries);
+    }
+}
+
 /// One merge's tokens and lengths, read once.
 struct Join {
     left: u32,
@@ -344,7 +306,7 @@ impl Join {
 
 #[cfg(test)]
 mod tests {
-    use super::super::hf_merge::learn_merges_hf;
+    use super::super::hf_merge::{learn_merges_hf, HfLimits};
     use super::*;
     use crate::progress::Silent;
 
@@ -353,7 +315,7 @@ mod tests {
         let (mut state, entries) = OccurrenceState::new(table, &[]).unwrap();
         state.start_queue(entries);
         let mut made = Vec::new();
-        state.learn(limits, |_| true, &mut made, &Silent).unwrap();
+        hf_loop::learn(&mut state, limits, |_| true, &mut made, &Silent).unwrap();
         state.learned(&made)
     }
 
@@ -391,14 +353,14 @@ mod tests {
         let (mut state, entries) = OccurrenceState::new(&table, &[]).unwrap();
         let (a, b) = (state.ids.of_byte(b'a'), state.ids.of_byte(b'b'));
         let all = entries.into_iter().find(|e| e.pair == (a, b)).unwrap();
-        assert_eq!(all.positions.as_slice().len(), 3);
+        assert_eq!(all.at.as_slice().len(), 3);
         // As if (a, b) had appeared in a second step, at the first "ab" of
         // "abxab" alone: HF merges every "ab" of that word, none of "ab".
         state.pairs.get_mut(&(a, b)).unwrap().steps = 2;
-        let first = *all.positions.as_slice().iter().find(|&&p| state.arena.count_at(p) == 1).unwrap();
-        let entry = Entry { pair: (a, b), count: 4, positions: Positions::One(first) };
+        let first = *all.at.as_slice().iter().find(|&&p| state.arena.count_at(p) == 1).unwrap();
+        let entry = Entry { pair: (a, b), count: 4, at: Positions::One(first) };
         let new = state.ids.id_of_or_add(state.ids.concat((a, b)));
-        state.merge(entry, new, usize::MAX);
+        state.merge_occurrences(entry, new, usize::MAX);
         let len = |id: u32| state.ids.byte_len(id);
         let tokens: Vec<(i64, u32)> = state.arena.tokens(len).map(|(p, t)| (state.arena.count_at(p), t)).collect();
         let x = state.ids.of_byte(b'x');

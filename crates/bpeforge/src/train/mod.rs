@@ -14,6 +14,7 @@ pub mod counts_file;
 mod deltas;
 pub mod extend;
 mod hf_ids;
+mod hf_loop;
 pub mod hf_merge;
 mod hf_occurrences;
 pub mod merge;

@@ -18,6 +18,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::hf_loop;
 use super::hf_merge::{HfLearned, HfLimits, Pair};
 use super::hf_occurrences::OccurrenceState;
 use super::table::PretokenCounts;
@@ -75,7 +76,7 @@ pub fn learn_superwords(
         let Some(entry) = queue.remove(&(left, right)) else { continue };
         let new = state.ids.id_of_or_add(state.ids.concat(entry.pair));
         made.push((entry.pair, new));
-        queue.extend(state.merge(entry, new, max_length).into_iter().map(|e| (e.pair, e)));
+        queue.extend(state.merge_occurrences(entry, new, max_length).into_iter().map(|e| (e.pair, e)));
     }
     state.start_queue(queue.into_values().collect());
     let replayed = state.tokens();
@@ -83,7 +84,7 @@ pub fn learn_superwords(
         Some(n) => HfLimits { vocab_size: state.ids.len() + n, ..limits },
         None => limits,
     };
-    state.learn(limits, |token| rules.allows(token), &mut made, observer)?;
+    hf_loop::learn(&mut state, limits, |token| rules.allows(token), &mut made, observer)?;
     Ok((state.learned(&made), replayed, state.tokens()))
 }
 
