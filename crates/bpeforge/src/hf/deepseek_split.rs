@@ -72,6 +72,7 @@ pub fn find(text: &str, out: &mut Vec<(usize, usize)>) {
 
 /// Append to `out` the pieces an Isolated Split on the regex makes of
 /// `text` (each match and each gap), moved by `offset`.
+#[cfg(test)]
 pub fn cut_isolated(text: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
     let classes = &*CLASSES;
     let (mut at, mut gap) = (0, 0);
@@ -90,6 +91,19 @@ pub fn cut_isolated(text: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
     if gap < text.len() {
         out.push((gap + offset, text.len() + offset));
     }
+}
+
+/// The end of the regex's match at `at` of `text`, if one starts there.
+pub fn match_end(text: &str, at: usize) -> Option<usize> {
+    let ch = text[at..].chars().next()?;
+    CLASSES.match_at(text, at, ch)
+}
+
+/// Where the run of `\s` chars from `at` ends (`at` when there is none).
+pub fn space_run_end(text: &str, at: usize) -> usize {
+    let classes = &*CLASSES;
+    let rest = &text[at..];
+    at + rest.find(|ch: char| !classes.is_space(ch)).unwrap_or(rest.len())
 }
 
 impl Classes {

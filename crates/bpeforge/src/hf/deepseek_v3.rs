@@ -13,13 +13,21 @@ use std::sync::LazyLock;
 use serde_json::Value;
 
 use super::class_run::ClassBits;
-use super::deepseek_split::{cut_isolated, is_deepseek_words, parsed};
+#[cfg(test)]
+use super::deepseek_split::cut_isolated;
+use super::deepseek_split::{self, is_deepseek_words, parsed};
 
 const NUMBER_GROUPS: &str = r"\p{N}{1,3}";
 const CJK_RUNS: &str = "[一-龥\u{3040}-ゟ゠-ヿ]+";
 
 static NUMBER: LazyLock<ClassBits> = LazyLock::new(|| parsed(r"\p{N}"));
 static CJK: LazyLock<ClassBits> = LazyLock::new(|| parsed("[一-龥\u{3040}-ゟ゠-ヿ]"));
+/// The CJK chars that are `[\p{L}\p{M}]`: a run of them is a piece.
+static CJK_WORD: LazyLock<ClassBits> = LazyLock::new(|| {
+    let word = parsed(r"[\p{L}\p{M}]");
+    let chars = ('\u{3040}'..='\u{30FF}').chain('一'..='龥');
+    ClassBits::new(chars.filter(|&ch| word.contains(ch)).map(|ch| (ch, ch)))
+});
 
 /// Whether `steps` (a pre-tokenizer's, as the file holds them) begin with the three Splits.
 pub fn starts_with_v3_splits(steps: &[&Value]) -> bool {
@@ -39,7 +47,80 @@ pub fn starts_with_v3_splits(steps: &[&Value]) -> bool {
     }
 }
 
-/// Append to `out` the pieces the three Splits make of `text`, moved by `offset`.
+/// Where the piece the three Splits make at `start` of `text` ends (`start`
+/// the end of the previous piece): the char-by-char step of their scanner
+/// (`deepseek_blocks.rs`). A group of numbers, else the word regex's match
+/// in the stretch the numbers and CJK runs leave, or the gap up to its next
+/// match. A match is found in the whole text, and again in the stretch
+/// when the stretch ends where that changes it (inside it, or where
+/// `(?!\S)` looked): no piece looks for its stretch's end past itself.
+pub fn piece_end(text: &str, start: usize) -> usize {
+    let (number, cjk) = (&*NUMBER, &*CJK);
+    let is_number = |ch: char| ch.is_ascii_digit() || (!ch.is_ascii() && number.contains(ch));
+    let is_cjk = |ch: char| !ch.is_ascii() && cjk.contains(ch);
+    let first = text[start..].chars().next().expect("a piece starts at `start`");
+    if is_number(first) {
+        // A piece that starts in a run of numbers starts one of its groups of three.
+        let group = text[start..].char_indices().take_while(|&(_, ch)| is_number(ch)).take(3).last();
+        let (at, last) = group.expect("the first char is a number");
+        return start + at + last.len_utf8();
+    }
+    let in_cjk = is_cjk(first);
+    if in_cjk && CJK_WORD.contains(first) {
+        // The word regex's `[\p{L}\p{M}]+`, in a stretch of CJK chars (all of three bytes).
+        let bytes = text.as_bytes();
+        let mut end = start + 3;
+        while end + 3 <= bytes.len() && (0xE3..=0xE9).contains(&bytes[end]) {
+            let ch = u32::from(bytes[end] & 0x0F) << 12 | u32::from(bytes[end + 1] & 0x3F) << 6;
+            let ch = char::from_u32(ch | u32::from(bytes[end + 2] & 0x3F)).expect("a char of three bytes");
+            if !CJK_WORD.contains(ch) {
+                break;
+            }
+            end += 3;
+        }
+        return end;
+    }
+    let ends_stretch = |ch: char| if in_cjk { !is_cjk(ch) } else { is_number(ch) || is_cjk(ch) };
+    let match_in_stretch = |at: usize| -> Option<usize> {
+        let end = deepseek_split::match_end(text, at)?;
+        // After its first char no alternative's run holds a number, so in a
+        // stretch of neither only a CJK char may end it: a char of three
+        // bytes led by E3-E9 (U+3000..U+9FFF). Multilingual text has none.
+        let inside = &text[at..end];
+        let may_end = in_cjk || inside.bytes().any(|byte| (0xE3..=0xE9).contains(&byte));
+        let within = if may_end { inside.char_indices().skip(1).find(|&(_, ch)| ends_stretch(ch)) } else { None };
+        // A stretch that ends right after the match changes it only where the
+        // match is space, which `\s+(?!\S)` ended by the char after the run.
+        let stretch_end = within.map(|(offset, _)| at + offset).or_else(|| {
+            let byte = text.as_bytes()[at];
+            let ascii_not_space = byte < 128 && !matches!(byte, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ');
+            let space_end = if ascii_not_space { at } else { deepseek_split::space_run_end(text, at) };
+            let after = text[space_end..].chars().next().filter(|_| at < space_end && end <= space_end);
+            after.filter(|&ch| ends_stretch(ch)).map(|_| space_end)
+        });
+        match stretch_end {
+            Some(stretch_end) => deepseek_split::match_end(&text[..stretch_end], at),
+            None => Some(end),
+        }
+    };
+    if let Some(end) = match_in_stretch(start) {
+        return end;
+    }
+    // A gap: chars no alternative matches (control chars), up to the next match or the stretch's end.
+    let mut at = start + first.len_utf8();
+    while let Some(ch) = text[at..].chars().next() {
+        if ends_stretch(ch) || match_in_stretch(at).is_some() {
+            break;
+        }
+        at += ch.len_utf8();
+    }
+    at
+}
+
+/// Append to `out` the pieces the three Splits make of `text`, moved by
+/// `offset`, a stretch at a time: the reference their scanner is tested
+/// against.
+#[cfg(test)]
 pub fn cut(text: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
     let (number, cjk) = (&*NUMBER, &*CJK);
     let bytes = text.as_bytes();
@@ -75,6 +156,7 @@ pub fn cut(text: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
 }
 
 /// Append the groups of up to three chars of the run of numbers at `start`; where it ends.
+#[cfg(test)]
 fn number_groups(text: &str, start: usize, number: &ClassBits, offset: usize, out: &mut Vec<(usize, usize)>) -> usize {
     let (mut group_start, mut in_group, mut end) = (start, 0, start);
     for ch in text[start..].chars() {
@@ -97,8 +179,10 @@ fn number_groups(text: &str, start: usize, number: &ClassBits, offset: usize, ou
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hf::deepseek_blocks::DeepSeekV3;
     use crate::hf::deepseek_split::DEEPSEEK_V3_WORDS;
     use crate::hf::regexes::Matcher;
+    use crate::pretokenize::scan::for_each_batch;
 
     /// The three Splits one after another, as `tokenizers` runs them.
     fn three_splits(text: &str) -> Vec<(usize, usize)> {
@@ -138,6 +222,12 @@ mod tests {
             let mut pieces = Vec::new();
             cut(text, 0, &mut pieces);
             assert_eq!(pieces, three_splits(text), "{text:?}");
+            // Their scanner (`deepseek_blocks.rs`), windows and char-by-char steps.
+            let (mut scanned, mut start) = (Vec::new(), 0);
+            for_each_batch::<DeepSeekV3>(text, |ends| {
+                scanned.extend(ends.iter().map(|&end| (std::mem::replace(&mut start, end), end)));
+            });
+            assert_eq!(scanned, pieces, "{text:?}");
         }
     }
 }

@@ -29,6 +29,7 @@ mod affix_bpe;
 mod char_classes;
 mod class_run;
 mod decoders;
+mod deepseek_blocks;
 mod deepseek_split;
 mod deepseek_v3;
 mod json;
@@ -60,6 +61,8 @@ use crate::bpe::vocab::Vocabulary;
 use crate::encode::{EncodeState, Encoder};
 use crate::error::Error;
 use crate::pretokenize::pattern::Pattern;
+use crate::pretokenize::scan::for_each_batch;
+use deepseek_blocks::DeepSeekV3;
 
 pub struct HfTokenizer {
     normalizer: Option<Normalizer>,
@@ -67,11 +70,22 @@ pub struct HfTokenizer {
     pre_tokenizer: PreTokenizer,
     model: BpeModel,
     post: PostProcessor,
-    /// Step 4 (and 3, when `scanned`) on its caches.
+    /// Step 4 (and 3, for a preset's pipeline) on its caches.
     encoder: Encoder,
-    /// Whether the encoder's scanner cuts the pieces (a preset's pipeline).
-    scanned: bool,
+    /// How step 3 cuts a stretch.
+    cutter: Cutter,
     byte_table: ByteTable,
+}
+
+/// How step 3 cuts a stretch into pieces.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cutter {
+    /// The encoder's scanner: the pipeline amounts to a preset.
+    Preset,
+    /// DeepSeek V3's scanner (`deepseek_blocks`), straight into pieces.
+    DeepSeekV3,
+    /// The pre-tokenizer's steps, into a buffer of pieces (`pre_tokenize`).
+    Steps,
 }
 
 /// Buffers one worker reuses from stretch to stretch.
@@ -109,7 +123,12 @@ impl HfTokenizer {
         let tokens = added_tokens_with_ids(doc.get("added_tokens"), model_json)?;
         let added = AddedVocabulary::new(tokens, normalizer.as_ref())?;
         let preset = pre_tokenizer.single_preset().filter(|_| model.dropped.is_none() && model.affixed.is_none());
-        let scanned = preset.is_some();
+        let plain_model = model.dropped.is_none() && model.affixed.is_none();
+        let cutter = match (preset, pre_tokenizer.is_deepseek_v3() && plain_model) {
+            (Some(_), _) => Cutter::Preset,
+            (None, true) => Cutter::DeepSeekV3,
+            (None, false) => Cutter::Steps,
+        };
         // Without the scanner the pattern only chooses the tokens planted in the tables (`seeds.rs`).
         let pattern = preset.or_else(|| pre_tokenizer.first_preset()).cloned().unwrap_or(Pattern::Gpt2);
         // The encoder's vocabulary is the pipeline's (no copy: Llama 3's is 60 MiB of tables).
@@ -121,7 +140,7 @@ impl HfTokenizer {
             // Here, when the tokenizer is built, so that no call waits for it.
             encoder.seed_tables();
         }
-        Ok(Self { normalizer, added, pre_tokenizer, model, post, encoder, scanned, byte_table: ByteTable::new() })
+        Ok(Self { normalizer, added, pre_tokenizer, model, post, encoder, cutter, byte_table: ByteTable::new() })
     }
 
     /// The ids of `text`; with `add_special_tokens`, the post-processor's around them.
@@ -179,8 +198,17 @@ impl HfTokenizer {
         state: &mut EncodeState,
         out: &mut Vec<u32>,
     ) -> Result<(), Error> {
-        if self.scanned {
-            return self.encoder.encode_scanned(stretch, state, out);
+        match self.cutter {
+            Cutter::Preset => return self.encoder.encode_scanned(stretch, state, out),
+            Cutter::DeepSeekV3 => {
+                let (bytes, mut from) = (stretch.as_bytes(), 0);
+                for_each_batch::<DeepSeekV3>(stretch, |ends| {
+                    self.encoder.encode_piece_ends(bytes, from, ends, state, out);
+                    from = ends[ends.len() - 1];
+                });
+                return Ok(());
+            }
+            Cutter::Steps => {}
         }
         let pieces = &mut work.pieces;
         self.pre_tokenizer.pre_tokenize(stretch, pieces, &mut work.cuts, self.model.dropped.as_deref())?;
@@ -237,9 +265,9 @@ impl HfTokenizer {
         self.encoder.vocab()
     }
 
-    /// Whether step 3 runs on the encoder's scanner (step 4 always runs on its caches).
+    /// Whether step 3 runs on a scanner (step 4 always runs on the encoder's caches).
     pub fn is_fast(&self) -> bool {
-        self.scanned
+        self.cutter != Cutter::Steps
     }
 
     /// The encoder whose caches merge the pieces, for callers that keep its state across texts.

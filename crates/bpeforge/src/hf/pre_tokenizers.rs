@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use super::char_classes::is_punctuation;
+use super::deepseek_blocks::DeepSeekV3;
 use super::deepseek_v3;
 use super::json::{field_bool, kind, refuse};
 use super::normalizers::pattern;
@@ -18,6 +19,7 @@ use super::split::{char_matches, events, isolated, pieces, Behavior};
 use crate::error::Error;
 use crate::formats::byte_level::{byte_chars, ByteTable};
 use crate::pretokenize::pattern::Pattern;
+use crate::pretokenize::scan::for_each_batch;
 
 pub enum Step {
     Split {
@@ -79,6 +81,13 @@ impl PreTokenizer {
             }
             _ => None,
         }
+    }
+
+    /// Whether the pipeline is DeepSeek V3's three Splits and ByteLevel
+    /// without its regex or prefix space: then their scanner cuts each
+    /// stretch straight into pieces (`deepseek_blocks`).
+    pub fn is_deepseek_v3(&self) -> bool {
+        matches!(&self.steps[..], [Step::DeepSeekV3, Step::ByteLevel { add_prefix_space: false, regex: None }])
     }
 
     /// The preset of the first Split on one, if any (the tokens planted in
@@ -153,7 +162,10 @@ impl Step {
                 *behavior
             }
             Step::DeepSeekV3 => {
-                deepseek_v3::cut(piece, offset, out);
+                let mut start = offset;
+                for_each_batch::<DeepSeekV3>(piece, |ends| {
+                    out.extend(ends.iter().map(|&end| (std::mem::replace(&mut start, end + offset), end + offset)));
+                });
                 return Ok(());
             }
             Step::Digits { individual } => {

@@ -10,9 +10,11 @@
 use std::borrow::Cow;
 
 use super::added_tokens::Segment;
-use super::{HfTokenizer, Workspace};
+use super::deepseek_blocks::DeepSeekV3;
+use super::{Cutter, HfTokenizer, Workspace};
 use crate::encode::{BatchText, PieceRun};
 use crate::error::Error;
+use crate::pretokenize::scan::for_each_batch;
 
 impl HfTokenizer {
     /// The ids of each of `texts` appended to `out` in order, and where each
@@ -74,12 +76,18 @@ impl HfTokenizer {
 
     /// `encode_stretch`, into `run`.
     fn cut_stretch(&self, stretch: &str, work: &mut Workspace, run: &mut PieceRun) -> Result<(), Error> {
-        if self.scanned {
-            let (bytes, mut from) = (stretch.as_bytes(), 0);
-            return self.encoder.pattern().for_each_batch(stretch, |ends| {
-                run.push_pieces(bytes, from, ends);
-                from = ends[ends.len() - 1];
-            });
+        let (bytes, mut from) = (stretch.as_bytes(), 0);
+        let push = |ends: &[usize]| {
+            run.push_pieces(bytes, from, ends);
+            from = ends[ends.len() - 1];
+        };
+        match self.cutter {
+            Cutter::Preset => return self.encoder.pattern().for_each_batch(stretch, push),
+            Cutter::DeepSeekV3 => {
+                for_each_batch::<DeepSeekV3>(stretch, push);
+                return Ok(());
+            }
+            Cutter::Steps => {}
         }
         let pieces = &mut work.pieces;
         self.pre_tokenizer.pre_tokenize(stretch, pieces, &mut work.cuts, self.model.dropped.as_deref())?;

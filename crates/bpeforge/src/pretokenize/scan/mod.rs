@@ -32,8 +32,8 @@ pub(crate) mod gpt2;
 mod neon;
 pub(crate) mod o200k;
 
-pub(crate) use blocks::{for_each_batch, PieceEnds, BATCH_PIECES, BATCH_ROOM};
-use classify::Masks;
+pub(crate) use blocks::{after, before, below, for_each_batch, PieceEnds, BATCH_PIECES, BATCH_ROOM};
+pub(crate) use classify::Masks;
 
 use crate::pretokenize::charclass::{flags_beyond_ascii, Flags, ASCII, CR_LF, LETTER, LOWER, NUMBER, SPACE};
 

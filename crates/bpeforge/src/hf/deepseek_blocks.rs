@@ -1,0 +1,214 @@
+//! DeepSeek V3's three Splits (`deepseek_v3`) as a scanner of the block
+//! loop (`pretokenize/scan/blocks.rs`): 64 bytes of ASCII at a time by word
+//! operations on the byte classes, a piece at a time (`deepseek_v3::piece_end`)
+//! elsewhere. A piece a char at a time was half of a warm call on lines of
+//! English.
+//!
+//! In ASCII the three Splits cut as Llama 3's pattern does (the
+//! `cl100k` family's rules, digits in threes), but for three things:
+//! - no contractions: an apostrophe is punctuation, and `[P][A-Za-z]+`
+//!   takes the letters after it ("'there", not "'t" "here");
+//! - a number ends the stretch the word regex sees, so a run of two or more
+//!   spaces before a digit keeps its last space (`\s+(?!\S)` meets the end
+//!   of its stretch, not a digit);
+//! - a control char (neither letter, number, space, punctuation nor symbol)
+//!   may lead a word but joins no punctuation, and alone is a gap: the
+//!   rules are not trusted from the byte before one on, and the char-by-char
+//!   step takes it.
+//!
+//! The window is exact where `block_starts` trusts it (checked against the
+//! char-by-char step on generated text below, which is checked against the
+//! three Splits run one after the other in `deepseek_v3.rs`).
+
+use super::deepseek_v3;
+use crate::pretokenize::scan::cl100k::{digit_starts, other_chars, whitespace_starts, word_and_other_starts};
+use crate::pretokenize::scan::{after, before, below, Masks, Scanner};
+
+/// The scanner of DeepSeek V3's (V3.1's, R1's, V4's) pre-tokenizer.
+pub struct DeepSeekV3;
+
+impl Scanner for DeepSeekV3 {
+    #[inline]
+    fn piece_end(bytes: &[u8], start: usize) -> usize {
+        // SAFETY: a scan's bytes are a `str`'s (`for_each_batch` takes one).
+        let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+        deepseek_v3::piece_end(text, start)
+    }
+
+    const HAS_BLOCK_RULES: bool = true;
+
+    #[inline(always)]
+    fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+        let mut trusted = trusted.min(before_first_control(bytes, start, masks, ahead));
+        let starts = word_and_other_starts(masks, ahead)
+            | digit_starts::<3>(masks.digit)
+            | whitespace_starts(masks, ahead, &mut trusted);
+        // The last of two or more spaces before a digit starts a piece in the
+        // cl100k family only (`whitespace_starts`, `q & before(q) & after(!space)`).
+        let q = masks.space & !masks.newline;
+        let last_before_digit = q & before(q) & after(masks.digit, ahead.is_ascii_digit());
+        ((starts & !last_before_digit) | 1) & below(trusted)
+    }
+}
+
+/// The bits of the window at `start` that the rules may trust for control
+/// chars: those below the byte before the first one (64: none in the
+/// window; 63: the look-ahead byte is one). Only "other" bytes (neither
+/// letter, digit nor space) are looked at: punctuation, a few a window.
+#[inline(always)]
+fn before_first_control(bytes: &[u8], start: usize, masks: &Masks, ahead: u8) -> usize {
+    let mut other = other_chars(masks) & !masks.non_ascii;
+    while other != 0 {
+        let at = other.trailing_zeros() as usize;
+        if is_control(bytes[start + at]) {
+            return at.saturating_sub(1);
+        }
+        other &= other - 1;
+    }
+    if is_control(ahead) {
+        63
+    } else {
+        64
+    }
+}
+
+/// An ASCII char that is no letter, digit, `\s`, punctuation or symbol.
+#[inline(always)]
+fn is_control(byte: u8) -> bool {
+    (byte < 0x20 && !matches!(byte, b'\t' | b'\n' | 0x0B | 0x0C | b'\r')) || byte == 0x7F
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DeepSeekV3;
+    use crate::hf::deepseek_v3::cut;
+    use crate::pretokenize::scan::for_each_batch;
+    use crate::util::test_rng::XorShift;
+
+    /// The pieces of the scanner (windows and char-by-char steps).
+    fn scanned(text: &str) -> Vec<(usize, usize)> {
+        let (mut pieces, mut start) = (Vec::new(), 0);
+        for_each_batch::<DeepSeekV3>(text, |ends| {
+            for &end in ends {
+                pieces.push((start, end));
+                start = end;
+            }
+        });
+        pieces
+    }
+
+    /// The pieces of the three Splits, a stretch at a time.
+    fn reference(text: &str) -> Vec<(usize, usize)> {
+        let mut pieces = Vec::new();
+        cut(text, 0, &mut pieces);
+        pieces
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "a",
+        "Z",
+        "word",
+        "Hello",
+        " ",
+        "  ",
+        "   ",
+        "\n",
+        "\n\n",
+        "\r\n",
+        "\t",
+        " \t",
+        "\x0B",
+        "\x0C",
+        "\r",
+        "1",
+        "12",
+        "2024",
+        "12345678",
+        " 7",
+        "  7",
+        ".",
+        ",",
+        "!?",
+        "'",
+        "''",
+        "'s",
+        "'t",
+        "'there",
+        "don't",
+        "x.y",
+        "..",
+        ".\n",
+        " .",
+        " .a",
+        "-",
+        "/",
+        "//",
+        "(x)",
+        "[y]",
+        "$5",
+        "#tag",
+        "@u",
+        "~",
+        "`",
+        "_a",
+        "\x00",
+        "\x01a",
+        "\x7F",
+        " \x02",
+        ".\x03",
+        "é",
+        "café",
+        "日本",
+        "カタカナ",
+        "・",
+        "\u{3000}",
+        "\u{301}",
+        "١٢",
+        "½",
+        "—",
+        "’",
+        "\u{A0}",
+        "😀",
+        "한국어",
+    ];
+
+    /// Texts of fragments, mostly ASCII so that most windows take the block
+    /// path, of every length up to a few windows.
+    fn generated_texts(count: usize) -> impl Iterator<Item = String> {
+        let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+        let mut next = move || rng.next();
+        (0..count).map(move |i| {
+            let fragments = (next() % 90) as usize;
+            let mut text = String::new();
+            while text.len() < fragments * 3 {
+                let fragment = FRAGMENTS[next() as usize % FRAGMENTS.len()];
+                if i % 3 == 0 || fragment.is_ascii() {
+                    text.push_str(fragment);
+                }
+            }
+            text
+        })
+    }
+
+    #[test]
+    fn hf_deepseek_scanner_cuts_as_the_three_splits() {
+        for text in generated_texts(20_000) {
+            assert_eq!(scanned(&text), reference(&text), "{text:?}");
+        }
+        let long = "Hello, world! It's 2024-03-01 at 12345678.\n\n  Next 7 line\r\n\t123abc   \n".repeat(40);
+        assert_eq!(scanned(&long), reference(&long));
+    }
+
+    #[test]
+    fn hf_deepseek_scanner_on_every_stretch_of_a_text_of_end_cases() {
+        let text = "It's 12345 o'clock.\n  Don't\t\x0b 'll say 'RE: x.y/z\r\n \n\n  a—b ’s \u{3000}!!\n \
+                    HTTPRequest 'sa'\n\t\n word  \n   end.// \"\"\"\n1 22 333 4444 \r\r\n  \n x  1 \x01\x02a.\x03";
+        let boundaries: Vec<usize> = text.char_indices().map(|(at, _)| at).chain([text.len()]).collect();
+        for (i, &start) in boundaries.iter().enumerate() {
+            for &end in boundaries[i..].iter().take_while(|&&end| end - start <= 140) {
+                let stretch = &text[start..end];
+                assert_eq!(scanned(stretch), reference(stretch), "{stretch:?}");
+            }
+        }
+    }
+}
