@@ -18,6 +18,7 @@ use super::hf_ids::HfIds;
 use super::hf_loop::{self, HfLoop};
 use super::hf_merge::{saved_order, HfLearned, Pair};
 use super::occurrences::Occurrences;
+use super::positions::{packed_len, Packer, Positions};
 use super::step_changes::StepChanges;
 use super::table::PretokenCounts;
 use super::tiered_queue::{Counted, TieredQueue};
@@ -30,52 +31,41 @@ const PREFETCH_AHEAD: usize = 32;
 /// step that pushed it (its left token's positions).
 pub(super) type Entry = hf_loop::Entry<Positions>;
 
-/// An entry's positions: most entries (pairs seen once) hold one, with no
-/// allocation; the others an exact slice. Millions of entries are never popped.
-pub(super) enum Positions {
-    One(u32),
-    Many(Box<[u32]>),
-}
-
-impl Positions {
-    fn new(mut positions: Vec<u32>) -> Self {
-        match positions[..] {
-            [one] => Self::One(one),
-            _ => {
-                positions.shrink_to_fit();
-                Self::Many(positions.into_boxed_slice())
-            }
-        }
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u32] {
-        match self {
-            Self::One(one) => std::slice::from_mut(one),
-            Self::Many(many) => many,
-        }
-    }
-
-    #[cfg(test)]
-    pub fn as_slice(&self) -> &[u32] {
-        match self {
-            Self::One(one) => std::slice::from_ref(one),
-            Self::Many(many) => many,
-        }
-    }
-}
-
 impl Counted for Entry {
     fn count(&self) -> u64 {
         self.count
     }
 }
 
-/// A pair's live count (a merged pair's never zeroed, as HF's) and how many
-/// steps it appeared in, the first (initial) counting included.
+/// A pair's live count (a merged pair's never zeroed, as HF's) and in how
+/// many steps it appeared (0, 1 or more), the first (initial) counting
+/// included, in one word: the map of pairs holds every pair ever seen
+/// (millions), and a count and a step counter apart took twice the room.
 #[derive(Default, Clone, Copy)]
-struct PairStat {
-    count: i64,
-    steps: u32,
+struct PairStat(i64);
+
+impl PairStat {
+    /// The two low bits are the steps (saturating at 2), the rest the count.
+    const STEP_BITS: u32 = 2;
+
+    fn count(self) -> i64 {
+        self.0 >> Self::STEP_BITS
+    }
+
+    fn add(&mut self, delta: i64) {
+        self.0 += delta << Self::STEP_BITS;
+    }
+
+    /// Whether the pair appeared in more than one step.
+    fn repeated(self) -> bool {
+        self.0 & 3 >= 2
+    }
+
+    fn appeared(&mut self) {
+        if self.0 & 3 < 2 {
+            self.0 += 1;
+        }
+    }
 }
 
 /// HF's trainer between steps, over occurrences.
@@ -89,6 +79,8 @@ pub(super) struct OccurrenceState {
     tokens: u64,
     /// The current step's changes (kept to reuse its arrays).
     changes: StepChanges,
+    /// The positions of the entry being merged, unpacked.
+    unpacked: Vec<u32>,
 }
 
 impl OccurrenceState {
@@ -107,6 +99,7 @@ impl OccurrenceState {
             queue: TieredQueue::new(Vec::new()),
             tokens,
             changes: StepChanges::default(),
+            unpacked: Vec::new(),
         };
         // The bytes' ids come after the specials', one after another.
         let first_byte = (0..=255u8).filter(|&b| seen[usize::from(b)]).map(|b| state.ids.of_byte(b)).min();
@@ -122,33 +115,44 @@ impl OccurrenceState {
     /// The pair's count changes by `delta`, and it appeared at `positions`
     /// (in one more step, if any): its entry, if its count is positive.
     fn change(&mut self, pair: Pair, delta: i64, positions: Vec<u32>) -> Option<Entry> {
-        let stat = self.pairs.entry(pair).or_default();
-        stat.count += delta;
         if positions.is_empty() {
+            self.pairs.entry(pair).or_default().add(delta);
             return None;
         }
-        stat.steps += 1;
-        (stat.count > 0).then(|| Entry { pair, count: stat.count as u64, at: Positions::new(positions) })
+        self.appeared(pair, delta, Positions::new(positions))
+    }
+
+    /// `change` for a pair that appeared at `positions`, packed.
+    fn appeared(&mut self, pair: Pair, delta: i64, positions: Positions) -> Option<Entry> {
+        let stat = self.pairs.entry(pair).or_default();
+        stat.add(delta);
+        stat.appeared();
+        let count = stat.count();
+        (count > 0).then_some(Entry { pair, count: count as u64, at: positions })
     }
 
     /// Every pair of the pieces (all of single bytes) with the positions it
-    /// is at, in one dense table by byte ids: sized in a first pass, filled
-    /// in a second, with no hashing.
+    /// is at, in one dense table by byte ids: the packed size of each pair's
+    /// positions in a first pass, then the positions packed, with no hashing.
     fn initial_pairs(&mut self, first_byte: u32) -> Vec<Entry> {
         let alphabet = self.ids.len() - first_byte as usize;
         let index = |(left, right): Pair| (left - first_byte) as usize * alphabet + (right - first_byte) as usize;
-        let mut sizes = vec![0usize; alphabet * alphabet];
-        self.arena.pairs(|_| 1).for_each(|(_, pair)| sizes[index(pair)] += 1);
-        let mut positions: Vec<Vec<u32>> = sizes.iter().map(|&size| Vec::with_capacity(size)).collect();
+        let (mut sizes, mut last) = (vec![0usize; alphabet * alphabet], vec![0u32; alphabet * alphabet]);
+        for (p, pair) in self.arena.pairs(|_| 1) {
+            let i = index(pair);
+            sizes[i] += packed_len(p - std::mem::replace(&mut last[i], p));
+        }
+        drop(last);
+        let mut packers: Vec<Packer> = sizes.into_iter().map(Packer::with_capacity).collect();
         let mut counts = vec![0i64; alphabet * alphabet];
         for (p, pair) in self.arena.pairs(|_| 1) {
             counts[index(pair)] += self.arena.count_at(p);
-            positions[index(pair)].push(p);
+            packers[index(pair)].push(p);
         }
         let ids = first_byte..self.ids.len() as u32;
         let pairs = ids.clone().flat_map(|left| ids.clone().map(move |right| (left, right)));
-        let found = pairs.zip(counts.into_iter().zip(positions)).filter(|(_, (_, at))| !at.is_empty());
-        found.filter_map(|(pair, (count, at))| self.change(pair, count, at)).collect()
+        let found = pairs.zip(counts.into_iter().zip(packers)).filter(|(_, (_, at))| !at.is_empty());
+        found.filter_map(|(pair, (count, at))| self.appeared(pair, count, at.finish())).collect()
     }
 
     /// Make `entries` the queue of `learn`.
@@ -158,21 +162,20 @@ impl OccurrenceState {
 
     /// The live count of `pair`.
     fn count(&self, pair: Pair) -> u64 {
-        self.pairs[&pair].count as u64
+        self.pairs[&pair].count() as u64
     }
 
     /// Merge `entry`'s pair into `new` in the words HF would (see the module
     /// comment); returns an entry for each pair that appeared, as HF pushes.
-    pub fn merge_occurrences(&mut self, mut entry: Entry, new: u32, max_length: usize) -> Vec<Entry> {
+    pub fn merge_occurrences(&mut self, entry: Entry, new: u32, max_length: usize) -> Vec<Entry> {
         self.changes.start(self.ids.len());
-        let positions = entry.at.as_mut_slice();
-        // Left to right in a word, as HF merges: positions come ascending
-        // but for a pair that appeared twice in one merge's neighbourhood.
-        if !positions.is_sorted() {
-            positions.sort_unstable();
-        }
+        // Ascending: left to right in a word, as HF merges.
+        let mut positions = std::mem::take(&mut self.unpacked);
+        positions.clear();
+        entry.at.unpack_into(&mut positions);
+        drop(entry.at);
         let join = Join::new(&self.ids, entry.pair, new, max_length);
-        if self.pairs[&entry.pair].steps <= 1 {
+        if !self.pairs[&entry.pair].repeated() {
             for (i, &p) in positions.iter().enumerate() {
                 if let Some(&ahead) = positions.get(i + PREFETCH_AHEAD) {
                     self.arena.prefetch(ahead);
@@ -191,6 +194,7 @@ impl OccurrenceState {
                 }
             }
         }
+        self.unpacked = positions;
         self.entries(&join)
     }
 
@@ -200,10 +204,10 @@ impl OccurrenceState {
     fn entries(&mut self, join: &Join) -> Vec<Entry> {
         let mut changes = std::mem::take(&mut self.changes);
         for &n in &changes.before.touched {
-            self.pairs.entry((n, join.left)).or_default().count += changes.before.lost[n as usize];
+            self.pairs.entry((n, join.left)).or_default().add(changes.before.lost[n as usize]);
         }
         for &n in &changes.after.touched {
-            self.pairs.entry((join.right, n)).or_default().count += changes.after.lost[n as usize];
+            self.pairs.entry((join.right, n)).or_default().add(changes.after.lost[n as usize]);
         }
         let mut entries = Vec::new();
         for &n in &changes.before.touched {
@@ -353,11 +357,11 @@ mod tests {
         let (mut state, entries) = OccurrenceState::new(&table, &[]).unwrap();
         let (a, b) = (state.ids.of_byte(b'a'), state.ids.of_byte(b'b'));
         let all = entries.into_iter().find(|e| e.pair == (a, b)).unwrap();
-        assert_eq!(all.at.as_slice().len(), 3);
+        assert_eq!(all.at.to_vec().len(), 3);
         // As if (a, b) had appeared in a second step, at the first "ab" of
         // "abxab" alone: HF merges every "ab" of that word, none of "ab".
-        state.pairs.get_mut(&(a, b)).unwrap().steps = 2;
-        let first = *all.at.as_slice().iter().find(|&&p| state.arena.count_at(p) == 1).unwrap();
+        state.pairs.get_mut(&(a, b)).unwrap().appeared();
+        let first = *all.at.to_vec().iter().find(|&&p| state.arena.count_at(p) == 1).unwrap();
         let entry = Entry { pair: (a, b), count: 4, at: Positions::One(first) };
         let new = state.ids.id_of_or_add(state.ids.concat((a, b)));
         state.merge_occurrences(entry, new, usize::MAX);

@@ -21,6 +21,7 @@ pub mod merge;
 pub mod modes;
 mod occurrences;
 mod pairs;
+mod positions;
 pub mod profile;
 pub mod queue;
 pub mod short_counts;

@@ -8,11 +8,20 @@
 //! of the `HEAP_SIZE`-th best waiting entry and those at or above it move in.
 //! Every entry in the heap outcounts every waiting one, so the pops come in
 //! the heap's order.
+//!
+//! The waiting list is the largest thing stage 2 holds after its arena. It
+//! grows in chunks of fixed size, not as one `Vec`: doubling one meant the
+//! old and the new buffer at once, and up to half of the new one unused.
 
 use std::collections::BinaryHeap;
 
+use rustc_hash::FxHashMap;
+
 /// How many entries a refill moves into the heap (ties with the last one too).
 const HEAP_SIZE: usize = 1 << 15;
+
+/// Entries a chunk of the waiting list holds.
+const CHUNK: usize = 1 << 16;
 
 /// An entry with a count, the first key of its order.
 pub(super) trait Counted: Ord {
@@ -21,7 +30,8 @@ pub(super) trait Counted: Ord {
 
 pub(super) struct TieredQueue<T> {
     heap: BinaryHeap<T>,
-    waiting: Vec<T>,
+    /// The waiting entries, in chunks of at most `CHUNK` (the last one filling).
+    waiting: Vec<Vec<T>>,
     /// Entries counted at least this are in the heap.
     floor: u64,
 }
@@ -29,7 +39,7 @@ pub(super) struct TieredQueue<T> {
 impl<T: Counted> TieredQueue<T> {
     /// A queue of `entries`, the best `HEAP_SIZE` of them in the heap.
     pub fn new(entries: Vec<T>) -> Self {
-        let mut queue = Self { heap: BinaryHeap::new(), waiting: entries, floor: u64::MAX };
+        let mut queue = Self { heap: BinaryHeap::new(), waiting: vec![entries], floor: u64::MAX };
         queue.refill();
         queue
     }
@@ -37,8 +47,15 @@ impl<T: Counted> TieredQueue<T> {
     pub fn push(&mut self, entry: T) {
         if entry.count() >= self.floor {
             self.heap.push(entry);
-        } else {
-            self.waiting.push(entry);
+            return;
+        }
+        match self.waiting.last_mut() {
+            Some(chunk) if chunk.len() < CHUNK => chunk.push(entry),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(entry);
+                self.waiting.push(chunk);
+            }
         }
     }
 
@@ -52,16 +69,31 @@ impl<T: Counted> TieredQueue<T> {
     /// Lower `floor` so that the best `HEAP_SIZE` waiting entries (and those
     /// that tie with the last) move into the heap.
     fn refill(&mut self) {
-        if self.waiting.len() <= HEAP_SIZE {
-            self.floor = 0;
-        } else {
-            let mut counts: Vec<u64> = self.waiting.iter().map(Counted::count).collect();
-            let (_, &mut nth, _) = counts.select_nth_unstable_by(HEAP_SIZE - 1, |a, b| b.cmp(a));
-            self.floor = nth;
-        }
+        self.floor = self.nth_best_count(HEAP_SIZE);
         let floor = self.floor;
         // In place: the waiting list is most of stage 2's memory.
-        self.heap.extend(self.waiting.extract_if(.., |e| e.count() >= floor));
+        for chunk in &mut self.waiting {
+            self.heap.extend(chunk.extract_if(.., |e| e.count() >= floor));
+        }
+        self.waiting.retain(|chunk| !chunk.is_empty());
+    }
+
+    /// The count of the `n`-th best waiting entry (0 when fewer wait), from
+    /// a histogram of the counts: few distinct values, where a list of every
+    /// entry's count was as long as the waiting list.
+    fn nth_best_count(&self, n: usize) -> u64 {
+        let mut histogram: FxHashMap<u64, usize> = FxHashMap::default();
+        self.waiting.iter().flatten().for_each(|entry| *histogram.entry(entry.count()).or_default() += 1);
+        let mut counts: Vec<(u64, usize)> = histogram.into_iter().collect();
+        counts.sort_unstable_by_key(|&(count, _)| std::cmp::Reverse(count));
+        let mut seen = 0;
+        for (count, entries) in counts {
+            seen += entries;
+            if seen >= n {
+                return count;
+            }
+        }
+        0
     }
 }
 
