@@ -20,7 +20,8 @@ use rustc_hash::FxHashMap;
 
 use super::hf_loop;
 use super::hf_merge::{HfLearned, HfLimits, Pair};
-use super::hf_occurrences::OccurrenceState;
+use super::hf_occurrences::{Entry, OccurrenceState};
+use super::positions::Positions;
 use super::table::PretokenCounts;
 use crate::bpe::merges::Merge;
 use crate::error::Error;
@@ -68,17 +69,20 @@ pub fn learn_superwords(
     let (mut state, entries) = OccurrenceState::new(&counts, specials)?;
     // The pieces are in the arena now; the table holds every distinct line.
     drop(counts);
-    let mut queue: FxHashMap<Pair, _> = entries.into_iter().map(|e| (e.pair, e)).collect();
+    // The fork's map, one entry a pair; an entry's pair is its key only (millions of entries).
+    let mut queue: FxHashMap<Pair, (u64, Positions)> = entries.into_iter().map(|e| (e.pair, (e.count, e.at))).collect();
     let max_length = limits.max_token_length.unwrap_or(usize::MAX);
     let mut made = Vec::with_capacity(inherited.len());
     for (left, right) in inherited {
         let (Some(left), Some(right)) = (state.ids.id_of(left), state.ids.id_of(right)) else { continue };
-        let Some(entry) = queue.remove(&(left, right)) else { continue };
-        let new = state.ids.id_of_or_add(state.ids.concat(entry.pair));
-        made.push((entry.pair, new));
-        queue.extend(state.merge_occurrences(entry, new, max_length).into_iter().map(|e| (e.pair, e)));
+        let pair = (left, right);
+        let Some((count, at)) = queue.remove(&pair) else { continue };
+        let new = state.ids.id_of_or_add(state.ids.concat(pair));
+        made.push((pair, new));
+        let pushed = state.merge_occurrences(Entry { pair, count, at }, new, max_length);
+        queue.extend(pushed.into_iter().map(|e| (e.pair, (e.count, e.at))));
     }
-    state.start_queue(queue.into_values().collect());
+    state.start_queue(queue.into_iter().map(|(pair, (count, at))| Entry { pair, count, at }).collect());
     let replayed = state.tokens();
     let limits = match new_tokens {
         Some(n) => HfLimits { vocab_size: state.ids.len() + n, ..limits },
