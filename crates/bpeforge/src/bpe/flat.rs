@@ -33,10 +33,42 @@ pub(super) fn merge_flat(
     } else {
         starting_ids.clear();
         char_merges.starting_ids(piece, table, starting_ids);
-        parts.extend(starting_ids.windows(2).map(|w| part_with(w[0], table.merge(w[0], w[1]))));
-        parts.push(part_with(starting_ids[starting_ids.len() - 1], None));
-        merge_parts(parts, |left, right| table.merge(left, right));
+        return merge_flat_ids(starting_ids, |left, right| table.merge(left, right), parts, out);
     }
+    out.extend(parts.iter().map(|p| p.id));
+}
+
+/// The flat scan from tokens `ids` (at least one), looking pairs up with
+/// `merge`.
+#[inline]
+pub(super) fn merge_flat_ids(
+    ids: &[u32],
+    merge: impl Fn(u32, u32) -> Option<MergeEntry>,
+    parts: &mut Vec<Part>,
+    out: &mut Vec<u32>,
+) {
+    parts.clear();
+    parts.extend(ids.windows(2).map(|w| part_with(w[0], merge(w[0], w[1]))));
+    parts.push(part_with(ids[ids.len() - 1], None));
+    merge_parts(parts, merge);
+    out.extend(parts.iter().map(|p| p.id));
+}
+
+/// The flat scan of a piece of 2 bytes or more from its bytes, with only the
+/// merges ranked below `limit` (`word_phases.rs`'s early merges).
+pub(super) fn merge_flat_below(
+    piece: &[u8],
+    table: &MergeTable,
+    limit: u32,
+    parts: &mut Vec<Part>,
+    out: &mut Vec<u32>,
+) {
+    parts.clear();
+    let below = |rule: Option<MergeEntry>| rule.filter(|rule| rule.rank < limit);
+    let byte_id = |byte| table.byte_id(byte);
+    parts.extend(piece.windows(2).map(|w| part_with(byte_id(w[0]), below(table.byte_pair_merge(w[0], w[1])))));
+    parts.push(part_with(byte_id(piece[piece.len() - 1]), None));
+    merge_parts(parts, |left, right| below(table.merge(left, right)));
     out.extend(parts.iter().map(|p| p.id));
 }
 

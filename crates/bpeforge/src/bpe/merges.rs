@@ -131,6 +131,11 @@ impl MergeTable {
         self.merges.values().map(|entry| entry.merged)
     }
 
+    /// Every merge's rank and result, in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = &MergeEntry> + '_ {
+        self.merges.values()
+    }
+
     pub fn len(&self) -> usize {
         self.merges.len()
     }

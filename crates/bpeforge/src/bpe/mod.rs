@@ -2,12 +2,17 @@
 //! leftmost of equal ones, until no pair has a merge (the same as applying the
 //! merge list in creation order, left to right).
 //!
-//! Five implementations of the one rule, by the piece's length:
+//! Five implementations of the one rule, by the piece's length (and a sixth
+//! by the vocabulary):
 //! - up to `FLAT_MAX` bytes (almost all pieces): the flat scan (`flat.rs`),
 //!   quadratic in the piece and the fastest when it is short;
 //! - up to `SWEEP_MIN` bytes (CJK clauses are GPT-2 pieces of 20-130 bytes): a
 //!   linked list of parts (`list.rs`) on a tournament tree (`tree.rs`,
-//!   `min_tree.rs`), so no input is quadratic;
+//!   `min_tree.rs`), so no input is quadratic; for a vocabulary whose first
+//!   merges never join words (SuperBPE's, whose pieces are whole lines), in
+//!   two phases instead (`word_phases.rs`): each word's ids under those
+//!   merges, kept from piece to piece (`word_cache.rs`), then the rest of
+//!   the merges from there;
 //! - longer, when ranks grow: in chunks, each seam checked (`chunked.rs`), a
 //!   run of one char or of a short period at the cost of comparing bytes;
 //!   where a seam cannot be placed, the rank sweep (`sweep.rs`), whose time grows
@@ -38,19 +43,24 @@ pub(crate) mod sweep;
 pub(crate) mod token_index;
 mod tree;
 pub(crate) mod vocab;
+mod word_cache;
+pub(crate) mod word_phases;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 pub(crate) use crate::bpe::chunked::merge_run;
 use crate::bpe::chunked::{merge_chunked, ChunkScratch};
-use crate::bpe::flat::{merge_flat, Part};
+use crate::bpe::flat::{merge_flat, merge_flat_below, merge_flat_ids, Part};
 use crate::bpe::heap::{merge_long, RadixHeap};
 use crate::bpe::list::Node;
 use crate::bpe::min_tree::MinTree;
 use crate::bpe::sweep::{merge_sweep, SweepScratch, SWEEP_MAX};
-use crate::bpe::tree::merge_tree;
+use crate::bpe::tree::{merge_tree, merge_tree_ids};
 use crate::bpe::vocab::Vocabulary;
+use crate::bpe::word_cache::WordCache;
+use crate::bpe::word_phases::WordPhases;
+use crate::util::packed_key::{hash_packed, pack_at};
 
 /// Pieces up to this many bytes use the flat scan. Its every merge rescans
 /// the piece (a chain of dependent compares), so past a few dozen bytes the
@@ -74,6 +84,13 @@ pub struct Scratch {
     radix: RadixHeap,
     sweep: SweepScratch,
     chunks: ChunkScratch,
+    /// The early merges' ids of words (`word_phases.rs`).
+    words: WordCache,
+    /// A piece's words: where each ends, its packed key (0 if too long to
+    /// pack) and the key's hash.
+    word_list: Vec<(usize, u128, u64)>,
+    /// A piece's words' early ids, end to end.
+    early_ids: Vec<u32>,
 }
 
 impl Scratch {
@@ -88,6 +105,9 @@ impl Scratch {
             + self.tree.bytes()
             + self.sweep.bytes()
             + self.chunks.bytes()
+            + self.words.bytes()
+            + self.word_list.capacity() * size_of::<(usize, u128, u64)>()
+            + self.early_ids.capacity() * size_of::<u32>()
     }
 }
 
@@ -97,7 +117,10 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
         return;
     }
     let (table, char_merges) = (vocab.merge_table(), vocab.char_merges());
-    let Scratch { parts, nodes, starting_ids, heap, tree, radix, sweep, chunks: _ } = scratch;
+    if let Some(phases) = vocab.word_phases().filter(|_| piece.len() > FLAT_MAX && piece.len() <= SWEEP_MIN) {
+        return merge_in_phases(piece, vocab, phases, scratch, out);
+    }
+    let Scratch { parts, nodes, starting_ids, heap, tree, radix, sweep, chunks: _, .. } = scratch;
     match piece.len() {
         0 => {}
         1 => out.push(vocab.byte_id(piece[0])),
@@ -106,6 +129,68 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
         _ if !vocab.ranks_grow() => merge_long(piece, table, nodes, heap, out),
         n if n <= SWEEP_MAX => merge_sweep(piece, vocab, sweep, out),
         _ => merge_long(piece, table, nodes, radix, out),
+    }
+}
+
+/// A piece of a vocabulary whose early merges never join words, merged in
+/// the two phases of `word_phases.rs`: each word's early ids (kept in
+/// `Scratch::words`), then every merge on them. Pieces of up to `SWEEP_MIN`
+/// bytes.
+fn merge_in_phases(piece: &[u8], vocab: &Vocabulary, phases: &WordPhases, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    scratch.words.serve(phases.id());
+    // The words first, each one's bucket asked for, so that the lookups below do not wait one by one.
+    let mut word_list = std::mem::take(&mut scratch.word_list);
+    word_list.clear();
+    let mut word_start = 0;
+    for end in phases.part_ends(piece) {
+        let key = pack_at(piece, word_start, end).unwrap_or(0);
+        let hash = hash_packed(key);
+        scratch.words.prefetch(hash);
+        word_list.push((end, key, hash));
+        word_start = end;
+    }
+    // The first phase into `early_ids`, the second from there into `out`.
+    let mut early_ids = std::mem::take(&mut scratch.early_ids);
+    early_ids.clear();
+    word_start = 0;
+    for &(end, key, hash) in &word_list {
+        let word = &piece[word_start..end];
+        word_start = end;
+        if let &[byte] = word {
+            early_ids.push(vocab.byte_id(byte));
+        } else if key == 0 {
+            merge_early(word, vocab, phases, scratch, &mut early_ids);
+        } else if !scratch.words.get(key, hash, &mut early_ids) {
+            let at = early_ids.len();
+            merge_early(word, vocab, phases, scratch, &mut early_ids);
+            scratch.words.put(key, hash, &early_ids[at..]);
+        }
+    }
+    let table = vocab.merge_table();
+    let merge = |left, right| table.merge(left, right);
+    let Scratch { parts, nodes, tree, .. } = scratch;
+    match early_ids.len() {
+        0 => {}
+        n if n <= FLAT_MAX => merge_flat_ids(&early_ids, merge, parts, out),
+        _ => merge_tree_ids(&early_ids, merge, nodes, tree, out),
+    }
+    (scratch.word_list, scratch.early_ids) = (word_list, early_ids);
+}
+
+/// Append the ids of `word` under the early merges alone (`word_phases.rs`).
+fn merge_early(word: &[u8], vocab: &Vocabulary, phases: &WordPhases, scratch: &mut Scratch, out: &mut Vec<u32>) {
+    let (table, late_from) = (vocab.merge_table(), phases.late_from());
+    let early = |left, right| table.merge(left, right).filter(|rule| rule.rank < late_from);
+    let Scratch { parts, nodes, starting_ids, tree, .. } = scratch;
+    match word.len() {
+        0 => {}
+        1 => out.push(table.byte_id(word[0])),
+        n if n <= FLAT_MAX => merge_flat_below(word, table, late_from, parts, out),
+        _ => {
+            starting_ids.clear();
+            starting_ids.extend(word.iter().map(|&byte| table.byte_id(byte)));
+            merge_tree_ids(starting_ids, early, nodes, tree, out);
+        }
     }
 }
 

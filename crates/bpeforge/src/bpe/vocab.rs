@@ -5,6 +5,7 @@ use crate::bpe::char_merges::{junction_ranks, CharMerges};
 use crate::bpe::flat::merge_into_one;
 use crate::bpe::merges::{IdMerge, Merge, MergeEntry, MergeTable};
 use crate::bpe::token_index::TokenIndex;
+use crate::bpe::word_phases::WordPhases;
 use crate::error::Error;
 
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct Vocabulary {
     lens: Box<[u32]>,
     /// See `char_merges`.
     char_merges: CharMerges,
+    /// See `word_phases`.
+    word_phases: Option<WordPhases>,
     /// See `merges_from_ranks`.
     merges_from_ranks: bool,
 }
@@ -72,9 +75,10 @@ impl Vocabulary {
         let pairs_in_tokens = pairs_in_tokens(&tokens);
         let lens = tokens.iter().map(|token| token.as_ref().map_or(0, |bytes| bytes.len() as u32)).collect();
         let mut parts = Vec::new();
+        let word_phases = WordPhases::new(&table, &junction, tokens.len());
         let token_bytes = tokens.iter().flatten().map(|token| &token[..]);
         let char_merges = CharMerges::new(token_bytes, junction, |bytes| merge_into_one(bytes, &table, &mut parts));
-        Self { tokens, ids, table, pairs_in_tokens, lens, char_merges, merges_from_ranks: false }
+        Self { tokens, ids, table, pairs_in_tokens, lens, char_merges, word_phases, merges_from_ranks: false }
     }
 
     /// Whether the merges are those a tiktoken rank table implies
@@ -166,6 +170,13 @@ impl Vocabulary {
     #[inline]
     pub fn char_merges(&self) -> &CharMerges {
         &self.char_merges
+    }
+
+    /// Where long pieces cut for the early merges, when the early merges
+    /// never join words (SuperBPE's, `word_phases.rs`).
+    #[inline]
+    pub fn word_phases(&self) -> Option<&WordPhases> {
+        self.word_phases.as_ref()
     }
 
     /// The merges as ids, in rank order (`MergeTable::id_merges`).
