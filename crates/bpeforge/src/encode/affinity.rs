@@ -36,6 +36,12 @@ where
     R: Send,
     E: Send,
 {
+    if let [state] = states {
+        // One worker: every item in order on this thread, with no shared
+        // cursor, result slot or reordering (a batch of 12,940 lines spent
+        // 5% of a warm call on them).
+        return (0..weights.len()).map(|i| work(state, i)).collect();
+    }
     let bounds = ranges_by_weight(weights, states.len());
     let cursors: Vec<Cursor> = bounds[..states.len()].iter().map(|&start| Cursor(AtomicUsize::new(start))).collect();
     // The lowest index that has failed (`usize::MAX`: none yet).
