@@ -119,16 +119,17 @@ impl OccurrenceState {
             self.pairs.entry(pair).or_default().add(delta);
             return None;
         }
-        self.appeared(pair, delta, Positions::new(positions))
+        // Packed only for an entry.
+        self.appeared(pair, delta, || Positions::new(positions))
     }
 
-    /// `change` for a pair that appeared at `positions`, packed.
-    fn appeared(&mut self, pair: Pair, delta: i64, positions: Positions) -> Option<Entry> {
+    /// `change` for a pair that appeared, at the positions `pack` gives.
+    fn appeared(&mut self, pair: Pair, delta: i64, pack: impl FnOnce() -> Positions) -> Option<Entry> {
         let stat = self.pairs.entry(pair).or_default();
         stat.add(delta);
         stat.appeared();
         let count = stat.count();
-        (count > 0).then_some(Entry { pair, count: count as u64, at: positions })
+        (count > 0).then(|| Entry { pair, count: count as u64, at: pack() })
     }
 
     /// Every pair of the pieces (all of single bytes) with the positions it
@@ -152,7 +153,7 @@ impl OccurrenceState {
         let ids = first_byte..self.ids.len() as u32;
         let pairs = ids.clone().flat_map(|left| ids.clone().map(move |right| (left, right)));
         let found = pairs.zip(counts.into_iter().zip(packers)).filter(|(_, (_, at))| !at.is_empty());
-        found.filter_map(|(pair, (count, at))| self.appeared(pair, count, at.finish())).collect()
+        found.filter_map(|(pair, (count, at))| self.appeared(pair, count, || at.finish())).collect()
     }
 
     /// Make `entries` the queue of `learn`.
