@@ -5,7 +5,8 @@
 //! refused); `specials` splits on special tokens first; `cuts` says where a
 //! text may be cut so each part scans alone; `charclass` (over the generated
 //! `unicode_tables`) gives the scanners their character classes;
-//! `gpt2_splitter` is GPT-2's scanner as an iterator.
+//! `gpt2_splitter` is GPT-2's scanner as an iterator; `superword` cuts
+//! SuperBPE's stage-2 regex without running it.
 
 pub(crate) mod charclass;
 pub(crate) mod cuts;
@@ -14,6 +15,7 @@ pub(crate) mod pattern;
 pub(crate) mod pattern_names;
 pub(crate) mod scan;
 pub(crate) mod specials;
+mod superword;
 mod unicode_tables;
 
 /// The Unicode version of the scanners' character classes (that of tiktoken,

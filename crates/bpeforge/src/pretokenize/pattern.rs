@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::pretokenize::scan;
+use crate::pretokenize::{scan, superword};
 
 /// GPT-2's pattern, as a regex (for tools that need the string).
 pub const GPT2: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -207,6 +207,10 @@ impl Pattern {
             Pattern::O200k => scan::for_each_batch::<scan::o200k::O200k>(text, visit),
             Pattern::Llama3 => scan::for_each_batch::<scan::cl100k::Llama3>(text, visit),
             Pattern::Qwen2 => scan::for_each_batch::<scan::cl100k::Qwen2>(text, visit),
+            // Its matches cover the text: nothing to count as unmatched.
+            Pattern::Regex { spec, regex, .. } if spec == superword::SUPERWORD_PATTERN => {
+                return superword::for_each_batch(text, regex, visit);
+            }
             Pattern::Regex { spec, regex, unmatched } => {
                 let (mut covered, mut gaps) = (0, 0);
                 let mut ends = Vec::with_capacity(scan::BATCH_PIECES);
