@@ -41,7 +41,8 @@ pub fn for_each_batch(text: &str, regex: &fancy_regex::Regex, mut visit: impl Fn
         let (run_end, all_ascii) = number_run(bytes, numbers);
         if all_ascii {
             let digits = run_end - numbers;
-            let mut end = numbers + if digits % 3 == 0 { 3 } else { digits % 3 };
+            // The first piece takes what is left over by the threes (three if nothing is).
+            let mut end = numbers + (digits - 1) % 3 + 1;
             while end <= run_end {
                 batch.push(end, &mut visit);
                 end += 3;
