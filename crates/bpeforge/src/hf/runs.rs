@@ -104,3 +104,47 @@ impl HfTokenizer {
         Ok(())
     }
 }
+
+
+#[cfg(test)]
+mod tests {
+    use crate::hf::HfTokenizer;
+    use crate::util::test_rng::XorShift;
+
+    /// Texts of every kind a batch mixes: empty, of one piece (a run fills
+    /// with 512 of them), lines, added tokens, and texts too long for a run.
+    fn texts(count: usize) -> Vec<String> {
+        let mut rng = XorShift(0x5DEE_CE66_D1CE_4E5B);
+        let words = ["a", "Hello", " world", "\n", "<|begin_of_text|>", "12345", " 日本語", "  ", "'s", "é"];
+        (0..count)
+            .map(|_| match rng.below(8) {
+                0 => String::new(),
+                1 => "a".to_string(),
+                2 => words[rng.below(words.len())].repeat(1 + rng.below(3000)),
+                _ => (0..rng.below(40)).map(|_| words[rng.below(words.len())]).collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hf_batches_give_each_text_the_ids_it_has_alone() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/hf/llama3.json");
+        let tokenizer = HfTokenizer::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for (count, threads) in [(1, 1), (513, 1), (3000, 1), (3000, 2), (700, 3)] {
+            let texts = texts(count);
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for add_special_tokens in [false, true] {
+                let (mut out, mut ends) = (vec![7], vec![1]);
+                pool.install(|| tokenizer.encode_batch_into(&texts, add_special_tokens, &mut out, &mut ends)).unwrap();
+                let mut expected = vec![7];
+                let mut expected_ends = vec![1];
+                for text in &texts {
+                    expected.extend(tokenizer.encode(text, add_special_tokens).unwrap());
+                    expected_ends.push(expected.len());
+                }
+                assert_eq!(ends, expected_ends, "{count} texts on {threads} threads");
+                assert_eq!(out, expected, "{count} texts on {threads} threads");
+            }
+        }
+    }
+}
