@@ -228,12 +228,11 @@ impl PieceEnds {
     #[inline(always)]
     unsafe fn tail_window<S: Scanner, C: Classify>(&mut self, bytes: &[u8]) {
         let (start, tail) = (self.start, &bytes[self.start..]);
-        let mut padded = [b' '; WINDOW];
-        padded[..tail.len()].copy_from_slice(tail);
-        // SAFETY: the caller vouches for `C`.
-        let (starts, stopped_at) = unsafe { window_starts::<S, C>(&padded, 0) };
+        // SAFETY: the caller vouches for `C`; the tail is shorter than a window.
+        let masks = unsafe { C::classify_padded(tail) };
+        let (starts, stopped_at) = starts_of::<S>(bytes, start, &masks, b' ');
         self.scalar_until = bytes.len();
-        if stopped_at == 0 {
+        if stopped_at == start {
             let starts = starts & below(tail.len());
             self.push_starts(start, starts & !1);
             self.start = start + (63 - starts.leading_zeros() as usize);
@@ -324,7 +323,13 @@ unsafe fn window_starts<S: Scanner, C: Classify>(bytes: &[u8], start: usize) -> 
     let block: &[u8; BLOCK] = bytes[start..start + BLOCK].try_into().expect("a whole block");
     // SAFETY: the caller vouches for `C`.
     let masks = unsafe { C::classify(block) };
-    let ahead = bytes[start + BLOCK];
+    starts_of::<S>(bytes, start, &masks, bytes[start + BLOCK])
+}
+
+/// `window_starts` of the block at `start` with `masks` and look-ahead byte
+/// `ahead` (which a tail's window has from its padding, past `bytes`).
+#[inline(always)]
+fn starts_of<S: Scanner>(bytes: &[u8], start: usize, masks: &Masks, ahead: u8) -> (u64, usize) {
     let (stopping, ahead_passed) = if S::BLOCKS_PASS_PUNCTUATION && masks.non_ascii != 0 {
         stopping_non_ascii(bytes, start, masks.non_ascii)
     } else {
@@ -340,7 +345,7 @@ unsafe fn window_starts<S: Scanner, C: Classify>(bytes: &[u8], start: usize) -> 
     } else {
         (BLOCK, start)
     };
-    let starts = S::block_starts(bytes, start, &masks, ahead, trusted) & below(trusted);
+    let starts = S::block_starts(bytes, start, masks, ahead, trusted) & below(trusted);
     (starts | 1, stopped_at)
 }
 
@@ -359,7 +364,9 @@ fn stopping_non_ascii(bytes: &[u8], start: usize, mut non_ascii: u64) -> (u64, b
     let mut ahead_passed = false;
     while non_ascii != 0 {
         let at = non_ascii.trailing_zeros() as usize;
-        if at + 3 > WINDOW || !is_other_punctuation(&bytes[start + at..start + at + 3]) {
+        // A tail's window (`tail_window`) may end before a char of fewer bytes.
+        let char_bytes = bytes.get(start + at..start + at + 3);
+        if at + 3 > WINDOW || !char_bytes.is_some_and(is_other_punctuation) {
             return (non_ascii, false);
         }
         non_ascii &= !(0b111 << at);

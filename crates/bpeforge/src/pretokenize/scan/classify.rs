@@ -54,6 +54,19 @@ pub(crate) trait Classify {
     /// # Safety
     /// The CPU has the instructions the implementation uses (see `Level`).
     unsafe fn classify(block: &[u8; BLOCK]) -> Masks;
+
+    /// The masks of `tail` (at most `BLOCK` bytes) followed by spaces up to
+    /// a block (`blocks::tail_window`).
+    ///
+    /// # Safety
+    /// As for `classify`.
+    #[inline(always)]
+    unsafe fn classify_padded(tail: &[u8]) -> Masks {
+        let mut block = [b' '; BLOCK];
+        block[..tail.len()].copy_from_slice(tail);
+        // SAFETY: the caller vouches for the instructions.
+        unsafe { Self::classify(&block) }
+    }
 }
 
 /// The levels a CPU may have (`util::simd_level`): which one runs is
@@ -291,8 +304,8 @@ mod x86 {
 
     mod avx512 {
         use std::arch::x86_64::{
-            __m512i, _mm512_cmpeq_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512, _mm512_movepi8_mask,
-            _mm512_or_si512, _mm512_set1_epi8, _mm512_sub_epi8,
+            __m512i, _mm512_cmpeq_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512, _mm512_mask_loadu_epi8,
+            _mm512_movepi8_mask, _mm512_or_si512, _mm512_set1_epi8, _mm512_sub_epi8,
         };
 
         use super::super::{Classify, Masks, BLOCK};
@@ -326,22 +339,41 @@ mod x86 {
             unsafe fn classify(block: &[u8; BLOCK]) -> Masks {
                 // SAFETY: the load reads the 64 bytes of the block; the caller
                 // vouches for AVX-512F and AVX-512BW.
-                unsafe {
-                    let x = _mm512_loadu_si512(block.as_ptr().cast());
-                    let blank = equal(x, b' ');
-                    opaque(Masks {
-                        // OR 0x20 folds A-Z onto a-z and moves no other byte into a-z.
-                        letter: in_range(_mm512_or_si512(x, splat(0x20)), b'a', 26),
-                        lower: in_range(x, b'a', 26),
-                        digit: in_range(x, b'0', 10),
-                        space: in_range(x, b'\t', 5) | blank,
-                        blank,
-                        newline: equal(x, b'\r') | equal(x, b'\n'),
-                        apostrophe: equal(x, b'\''),
-                        slash: equal(x, b'/'),
-                        non_ascii: _mm512_movepi8_mask(x),
-                    })
-                }
+                unsafe { masks_of(_mm512_loadu_si512(block.as_ptr().cast())) }
+            }
+
+            /// One masked load, which reads the tail's bytes only and gives
+            /// the other lanes a space. A block written on the stack and read
+            /// back at once was a load the CPU could not forward from the
+            /// stores that wrote it: a stall on every short text.
+            #[inline(always)]
+            unsafe fn classify_padded(tail: &[u8]) -> Masks {
+                debug_assert!(tail.len() <= BLOCK);
+                let lanes = if tail.len() >= BLOCK { u64::MAX } else { (1u64 << tail.len()) - 1 };
+                // SAFETY: the masked load reads only the lanes set in `lanes`,
+                // the tail's bytes; the caller vouches for AVX-512F and AVX-512BW.
+                unsafe { masks_of(_mm512_mask_loadu_epi8(splat(b' '), lanes, tail.as_ptr().cast())) }
+            }
+        }
+
+        /// The masks of the block `x` holds.
+        #[inline(always)]
+        unsafe fn masks_of(x: __m512i) -> Masks {
+            // SAFETY: the caller vouches for AVX-512F and AVX-512BW.
+            unsafe {
+                let blank = equal(x, b' ');
+                opaque(Masks {
+                    // OR 0x20 folds A-Z onto a-z and moves no other byte into a-z.
+                    letter: in_range(_mm512_or_si512(x, splat(0x20)), b'a', 26),
+                    lower: in_range(x, b'a', 26),
+                    digit: in_range(x, b'0', 10),
+                    space: in_range(x, b'\t', 5) | blank,
+                    blank,
+                    newline: equal(x, b'\r') | equal(x, b'\n'),
+                    apostrophe: equal(x, b'\''),
+                    slash: equal(x, b'/'),
+                    non_ascii: _mm512_movepi8_mask(x),
+                })
             }
         }
     }
@@ -389,6 +421,31 @@ mod tests {
                     Level::Neon => Neon::classify(block),
                 }
             })
+        }
+    }
+
+    /// The AVX-512 masked load of a tail (`classify_padded`) gives the masks
+    /// of the tail followed by spaces, at every length up to a block, and
+    /// reads nothing past the tail: each tail ends a buffer of its own.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn padded_tails_are_classified_as_blocks_ending_in_spaces() {
+        #[target_feature(enable = "avx512f,avx512bw")]
+        unsafe fn avx512(tail: &[u8]) -> Masks {
+            // SAFETY: as for this function.
+            unsafe { Avx512::classify_padded(tail) }
+        }
+        let text: Vec<u8> = (0..BLOCK as u8).map(|i| b"aZ 0'\n\t/.\x80"[usize::from(i) % 10] ^ (i & 1)).collect();
+        for len in 0..=BLOCK {
+            let tail = text[..len].to_vec().into_boxed_slice();
+            let mut padded = [b' '; BLOCK];
+            padded[..len].copy_from_slice(&tail);
+            // SAFETY: the baseline needs no feature the CPU lacks.
+            assert_eq!(unsafe { Sse2::classify_padded(&tail) }, classify_bytes(&padded), "{len} bytes");
+            if Level::Avx512.is_supported() {
+                // SAFETY: the CPU has AVX-512 (just checked).
+                assert_eq!(unsafe { avx512(&tail) }, classify_bytes(&padded), "{len} bytes");
+            }
         }
     }
 
