@@ -109,6 +109,24 @@ def test_real_files_batches_of_many_short_texts_keep_each_texts_ids(pair):
             assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected, (add, threads)
 
 
+def test_batches_take_any_iterable_and_name_what_is_not_text():
+    """The core reads a batch's list in one pass (`text_list.rs`): tuples and generators give the same ids, a text
+    that is not a `str` or has a lone surrogate raises as `encode` does, and long texts beyond ASCII (converted by the
+    workers) keep their ids call after call."""
+    ours = bpeforge.Tokenizer.from_hf(FIXTURES / "llama3.json")
+    texts = ["a b", "日本語" * 2000 + "x", "", "é" * 5000, "c"]
+    expected = [ours.encode(text, add_special_tokens=False) for text in texts]
+    for batch in (texts, tuple(texts), (text for text in texts)):
+        assert ours.encode_batch(batch, add_special_tokens=False) == expected
+    for _ in range(3):
+        ids, offsets = ours.encode_batch_to_numpy(texts, add_special_tokens=False)
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+    with pytest.raises(TypeError, match="expected str, got int"):
+        ours.encode_batch_to_numpy(["a", 3])
+    with pytest.raises(UnicodeEncodeError):
+        ours.encode_batch_to_numpy(["ok", "\ud800"])
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_text(["<|endoftext|>", "<s>", " <mask>", "|||EMAIL_ADDRESS|||"]))
 def test_real_files_on_generated_unicode(pair, text):

@@ -5,13 +5,14 @@
 
 use bpeforge::HfTokenizer;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use crate::encoder::{groups_by_weight, BATCH_CHECK_BYTES};
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::pools::{detached_on, pool_for};
-use crate::text::{worker_utf8, LastTranscoded, WorkerErrors, WorkerUtf8};
+use crate::text::{LastTranscoded, WorkerErrors, WorkerUtf8};
+use crate::text_list::{kept_list, list_worker_utf8};
 
 #[pyclass(frozen, module = "bpeforge._core", name = "HfPipeline")]
 pub struct PyHfPipeline {
@@ -26,17 +27,18 @@ impl PyHfPipeline {
 
     /// All the texts' ids in one array and where each text's end, as the
     /// pipeline's batches give them (`HfTokenizer::encode_batch_into`):
-    /// the `str`s borrowed, each worker's state and buffers kept from text
-    /// to text, no `Vec` a text.
+    /// the `str`s borrowed from a copy of the list (`text_list.rs`), each
+    /// worker's state and buffers kept from text to text, no `Vec` a text.
     fn encode_all(
         &self,
         py: Python<'_>,
-        texts: &[Bound<'_, PyString>],
+        texts: &Bound<'_, PyAny>,
         num_threads: Option<usize>,
         add_special_tokens: bool,
     ) -> PyResult<(Vec<u32>, Vec<usize>)> {
         let errors = WorkerErrors::default();
-        let texts = worker_utf8(texts, &self.last_transcoded, &errors)?;
+        let kept = kept_list(texts)?;
+        let texts = list_worker_utf8(&kept, &self.last_transcoded, &errors)?;
         let inner = &self.inner;
         // Room for the whole batch at once, as the encoder's own batches take it (grown text by text,
         // it was copied and its new pages faulted in on every call).
@@ -77,11 +79,11 @@ impl PyHfPipeline {
     fn encode_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<Bound<'_, PyString>>,
+        texts: &Bound<'_, PyAny>,
         num_threads: Option<usize>,
         add_special_tokens: bool,
     ) -> PyResult<Vec<Vec<u32>>> {
-        let (all, ends) = self.encode_all(py, &texts, num_threads, add_special_tokens)?;
+        let (all, ends) = self.encode_all(py, texts, num_threads, add_special_tokens)?;
         let starts = std::iter::once(0).chain(ends.iter().copied());
         Ok(starts.zip(ends.iter().copied()).map(|(start, end)| all[start..end].to_vec()).collect())
     }
@@ -91,11 +93,11 @@ impl PyHfPipeline {
     fn encode_batch_to_arrays<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
+        texts: &Bound<'py, PyAny>,
         num_threads: Option<usize>,
         add_special_tokens: bool,
     ) -> PyResult<(IdArray, Bound<'py, PyByteArray>)> {
-        let (all, ends) = self.encode_all(py, &texts, num_threads, add_special_tokens)?;
+        let (all, ends) = self.encode_all(py, texts, num_threads, add_special_tokens)?;
         let offsets = std::iter::once(0).chain(ends.iter().map(|&end| end as i64));
         let offsets = PyByteArray::new_with(py, (ends.len() + 1) * 8, |buffer| {
             for (chunk, offset) in buffer.chunks_exact_mut(8).zip(offsets) {

@@ -17,6 +17,7 @@ mod rank_file;
 mod reader;
 mod sources;
 mod text;
+mod text_list;
 mod trained;
 mod utf8_stream;
 

@@ -52,7 +52,7 @@ pub fn utf8<'a>(text: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
 
 /// Shorter `str`s are always asked of CPython: its conversion is then a few
 /// microseconds, and it keeps the result for the next call.
-const TRANSCODE_MIN_CHARS: usize = 1 << 12;
+pub(crate) const TRANSCODE_MIN_CHARS: usize = 1 << 12;
 /// Code points read from the `str` at a time: 64 KiB of them stay in L2.
 const CHUNK_CHARS: usize = 1 << 14;
 
