@@ -109,6 +109,21 @@ def test_real_files_batches_of_many_short_texts_keep_each_texts_ids(pair):
             assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected, (add, threads)
 
 
+def test_a_pipeline_makes_its_python_tables_when_first_asked():
+    """Loading parses the file once (the core's tables); `vocab` and `merges` are made from the core and the
+    file's text on first use, and equal what the file holds."""
+    from bpeforge.formats import hf
+    from bpeforge.formats.gpt2 import decode_token
+
+    path = FIXTURES / "llama3.json"
+    ours = bpeforge.Tokenizer.from_hf(path)
+    assert "_vocab" not in ours.__dict__ and "_merges" not in ours.__dict__
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert ours.merges == hf.merges_of(doc)
+    assert ours.vocab_size == len(ours.vocab) == len(doc["model"]["vocab"]) + len(doc["added_tokens"])
+    assert all(ours.vocab[token_id] == decode_token(text) for text, token_id in doc["model"]["vocab"].items())
+
+
 def test_batches_take_any_iterable_and_name_what_is_not_text():
     """The core reads a batch's list in one pass (`text_list.rs`): tuples and generators give the same ids, a text
     that is not a `str` or has a lone surrogate raises as `encode` does, and long texts beyond ASCII (converted by the

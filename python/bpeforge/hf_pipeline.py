@@ -15,6 +15,7 @@ out. The file's added tokens are always matched in the text, as in `tokenizers`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -37,11 +38,21 @@ T = TypeVar("T")
 
 
 def load_file(cls: type[Tokenizer], path: str | os.PathLike[str], cache_size: int) -> Tokenizer:
-    """The tokenizer of the `tokenizer.json` at `path` (see the module docstring)."""
+    """The tokenizer of the `tokenizer.json` at `path` (see the module docstring).
+
+    The file is read and parsed once: the document decides whether it is a plain tokenizer, and a pipeline's
+    core parses the same text; the Python vocabulary and merges are made when first asked for (the merges
+    were a second parse of the file, two thirds of loading Llama 3's).
+    """
+    path = Path(path)
+    text, doc = hf.read_document(path)
     try:
-        parts = hf.load_hf(path)
+        parts = hf.hf_parts(doc, path)
     except ValueError as plain_refusal:
-        return _pipeline_tokenizer(cls, Path(path), cache_size, plain_refusal)
+        try:
+            return _restore(cls, text, cache_size)
+        except ValueError as refusal:
+            raise ValueError(f"{path}: {refusal}") from plain_refusal
     return cls._from_parts(parts, path, cache_size)
 
 
@@ -57,17 +68,6 @@ def load_directory(
     if not path.is_file():
         raise FileNotFoundError(f"{directory}: no {hf.HF_FILE} here; give a model directory that holds one")
     return cls.from_hf(path) if cache_size is None else cls.from_hf(path, cache_size=cache_size)
-
-
-def _pipeline_tokenizer(cls: type[Tokenizer], path: Path, cache_size: int, plain_refusal: ValueError) -> Tokenizer:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise plain_refusal from None  # it names the file and the offset
-    try:
-        return _restore(cls, text, cache_size)
-    except ValueError as refusal:
-        raise ValueError(f"{path}: {refusal}") from plain_refusal
 
 
 _CLASSES: dict[type, type] = {}
@@ -128,6 +128,23 @@ class PipelineMethods:
         """The pre-tokenizer: the file's own pipeline."""
         return PIPELINE
 
+    @functools.cached_property
+    def _vocab(self) -> dict[int, bytes]:
+        return dict(self._core.vocab())
+
+    @functools.cached_property
+    def _merges(self) -> list[tuple[bytes, bytes]]:
+        return hf.merges_of(json.loads(self._hf_json))
+
+    def _token_count(self) -> int:
+        return len(self._vocab)
+
+    def _id_count(self) -> int:
+        return max(self._vocab, default=-1) + 1
+
+    def _merge_count(self) -> int:
+        return len(self._merges)
+
     @property
     def cache_size(self) -> int:
         return self._cache_size
@@ -176,8 +193,6 @@ def _restore(cls: type[Tokenizer], text: str, cache_size: int) -> Tokenizer:
     core = _core.HfPipeline(text)
     tokenizer = _pipeline_class(cls).__new__(_pipeline_class(cls))
     tokenizer._core = core
-    tokenizer._vocab = dict(core.vocab())
-    tokenizer._merges = hf.merges_of(json.loads(text))
     tokenizer._special_tokens = [content for content, _, _ in core.added_tokens()]
     tokenizer._cache_size = cache_size
     tokenizer._hf_json = text

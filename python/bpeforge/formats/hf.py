@@ -204,7 +204,28 @@ def load_hf(path: PathLike) -> TokenizerParts:
     encode differently in bpeforge (see the module docstring).
     """
     path = Path(path)
-    doc = read_json(path)
+    return hf_parts(read_json(path), path)
+
+
+def read_document(path: PathLike) -> tuple[str, Any]:
+    """The text of a `tokenizer.json` and the document it holds, parsed once; a ValueError names the file
+    (as `read_json`'s) when it is not UTF-8 or not JSON."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 (byte offset {err.start})") from None
+    try:
+        return text, json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
+
+
+def hf_parts(doc: Any, path: Path) -> TokenizerParts:
+    """`load_hf` of the document `doc` of the file `path`."""
     where = f"{path}: "
     if not isinstance(doc, dict) or "model" not in doc:
         raise ValueError(f"{where}not an HF tokenizer.json (no top-level 'model')")
