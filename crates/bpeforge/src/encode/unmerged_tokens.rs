@@ -15,8 +15,9 @@
 use rustc_hash::FxHashMap;
 
 use super::Encoder;
-use crate::bpe::vocab::Vocabulary;
 use crate::bpe::{encode_piece, Scratch};
+use crate::bpe::vocab::Vocabulary;
+use crate::encode::cache::seeds::{seeds_among, tokens_encoding_to_themselves, SEEDS_MAX};
 
 const FILTER_BITS: usize = 1 << 16;
 
@@ -30,23 +31,19 @@ pub struct UnmergedTokens {
 }
 
 impl UnmergedTokens {
-    /// The tokens of `vocab` that its merges do not make of their own bytes;
-    /// `None` when there are none (then `ignore_merges` changes no id).
-    pub fn of(vocab: &Vocabulary) -> Option<Self> {
-        let mut scratch = Scratch::default();
-        let mut merged = Vec::new();
+    /// The tokens of `vocab` that its merges do not make of their own bytes
+    /// (`itself`: whether each id's bytes encode to it, as
+    /// `tokens_encoding_to_themselves` says); `None` when there are none
+    /// (then `ignore_merges` changes no id).
+    pub fn of(vocab: &Vocabulary, itself: &[bool]) -> Option<Self> {
         let mut ids = FxHashMap::default();
         let mut filter = Box::new([0u64; FILTER_BITS / 64]);
         let mut lengths = (usize::MAX, 0);
-        for (id, bytes) in vocab.tokens() {
-            merged.clear();
-            encode_piece(bytes, vocab, &mut scratch, &mut merged);
-            if merged[..] != [id] {
-                let bit = filter_index(bytes);
-                filter[bit / 64] |= 1 << (bit % 64);
-                ids.insert(Box::from(bytes), id);
-                lengths = (lengths.0.min(bytes.len()), lengths.1.max(bytes.len()));
-            }
+        for (id, bytes) in vocab.tokens().filter(|&(id, _)| itself.get(id as usize) != Some(&true)) {
+            let bit = filter_index(bytes);
+            filter[bit / 64] |= 1 << (bit % 64);
+            ids.insert(Box::from(bytes), id);
+            lengths = (lengths.0.min(bytes.len()), lengths.1.max(bytes.len()));
         }
         (!ids.is_empty()).then_some(Self { ids, lengths, filter })
     }
@@ -75,7 +72,10 @@ impl Encoder {
     /// Give each piece that is a token that token, whatever the merges make
     /// of its bytes, as HF's `ignore_merges` does (see the module's note).
     pub fn ignore_merges(&mut self) {
-        self.unmerged = UnmergedTokens::of(&self.vocab).map(Box::new);
+        let itself = tokens_encoding_to_themselves(&self.vocab);
+        self.unmerged = UnmergedTokens::of(&self.vocab, &itself).map(Box::new);
+        // The seeds need the same answers (a BPE of each token, unless the merges tell).
+        let _ = self.seeds.set(seeds_among(&self.vocab, SEEDS_MAX, &itself));
     }
 
     /// The ids of a whole piece the caches lack: its token when it is one

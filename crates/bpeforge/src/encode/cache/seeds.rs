@@ -53,6 +53,48 @@ pub fn vocabulary_seeds(vocab: &Vocabulary, max: usize) -> Vec<u32> {
     })
 }
 
+/// For each id of `vocab`, whether BPE over its bytes gives exactly that id
+/// (`false` for a gap in the ids): from the merge list where it can tell
+/// (`made_by_merges`, `whole_tokens.rs`), else a BPE of each token, on the
+/// cores. For HF's `ignore_merges` (`unmerged_tokens.rs`), which needs every
+/// token's answer and shares it with the seeds (`seeds_among`): each once
+/// took a BPE of Llama 3's 128 K tokens, a third of building its encoder.
+/// Where the merge list implies the ranks, a token no merge makes (a byte)
+/// is counted as not encoding to itself: callers take that as "maybe not".
+pub fn tokens_encoding_to_themselves(vocab: &Vocabulary) -> Vec<bool> {
+    let ids = vocab.tokens().map(|(id, _)| id as usize + 1).max().unwrap_or(0);
+    if vocab.merges_from_ranks() {
+        let mut merged = vec![false; ids.max(vocab.len())];
+        vocab.merged_ids().for_each(|id| merged[id as usize] = true);
+        return merged;
+    }
+    if let Some(whole) = tokens_that_encode_to_themselves(vocab) {
+        return whole;
+    }
+    let tokens: Vec<(u32, &[u8])> = vocab.tokens().collect();
+    let encoding = in_parallel(&tokens, |chunk| {
+        let (mut scratch, mut ids) = (Scratch::default(), Vec::new());
+        let mut encodes_to_itself = |id: u32, token: &[u8]| {
+            ids.clear();
+            encode_piece(token, vocab, &mut scratch, &mut ids);
+            ids[..] == [id]
+        };
+        chunk.iter().map(|&(id, token)| encodes_to_itself(id, token)).collect()
+    });
+    let mut itself = vec![false; ids];
+    for (&(id, _), encodes) in tokens.iter().zip(encoding) {
+        itself[id as usize] = encodes;
+    }
+    itself
+}
+
+/// `vocabulary_seeds` with each token's answer known (`tokens_encoding_to_themselves`).
+pub fn seeds_among(vocab: &Vocabulary, max: usize, itself: &[bool]) -> Vec<u32> {
+    let fits = |token: &[u8]| token.len() >= 2 && pack(token).is_some() && std::str::from_utf8(token).is_ok();
+    let candidates = vocab.tokens().filter(|&(_, token)| fits(token)).take(max);
+    candidates.map(|(id, _)| id).filter(|&id| itself.get(id as usize) == Some(&true)).collect()
+}
+
 /// The `candidates` that a merge makes, for a vocabulary whose
 /// merges a tiktoken rank table implies (`Vocabulary::merges_from_ranks`):
 /// each such token encodes to itself, so no BPE checks it (the BPE of each
@@ -129,5 +171,10 @@ mod tests {
         // "ab", "ca", "abc", " c", " cab" and "b c" are; "cab" is not (c + ab).
         assert_eq!(vocabulary_seeds(&vocab, SEEDS_MAX), [256, 257, 259, 260, 261, 262]);
         assert_eq!(vocabulary_seeds(&vocab, 2), [256, 257]);
+        let itself = tokens_encoding_to_themselves(&vocab);
+        assert_eq!(itself.iter().filter(|&&encodes| !encodes).count(), 1, "\"cab\" only");
+        assert!(!itself[258]);
+        assert_eq!(seeds_among(&vocab, SEEDS_MAX, &itself), vocabulary_seeds(&vocab, SEEDS_MAX));
+        assert_eq!(seeds_among(&vocab, 2, &itself), [256, 257]);
     }
 }
