@@ -15,8 +15,8 @@
 use rustc_hash::FxHashMap;
 
 use super::Encoder;
-use crate::bpe::{encode_piece, Scratch};
 use crate::bpe::vocab::Vocabulary;
+use crate::bpe::{encode_piece, Scratch};
 use crate::encode::cache::seeds::{seeds_among, tokens_encoding_to_themselves, SEEDS_MAX};
 
 const FILTER_BITS: usize = 1 << 16;
