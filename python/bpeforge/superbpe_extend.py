@@ -4,9 +4,10 @@ The reference (`PythonNut/superbpe`, `scripts/extend_existing_tokenizer.sh`) cop
 `merges.txt` and runs stage 2 with its fork of HF `tokenizers`, which numbers every token afresh. Here the
 base keeps what a model trained on it depends on: every id, merge and special token. Stage 2 counts the
 corpus's superword pieces, replays all the base's merges on them (with CS336 ties, by encoding each piece
-with them; with HF's, as the reference replays inherited ones), then learns superword merges; the result's merges are the base's, then the new ones (a pair the base
-already has is not added again), whose tokens take the ids after the base's largest, then come new special
-tokens. `vocab_size` counts every token of the result, the base's included.
+with them; with HF's, as the reference replays inherited ones), then learns superword merges; the result's
+merges are the base's, then the new ones (a pair the base already has is not added again), whose tokens
+take the ids after the base's largest, then come new special tokens. `vocab_size` counts every token of the
+result, the base's included.
 
 On text where no new merge applies the result encodes as the base does, except where the superword
 pattern cuts a base token apart (the paper's pattern cuts numerals into groups of three digits, so GPT-2's

@@ -105,7 +105,6 @@ impl HfTokenizer {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use crate::hf::HfTokenizer;
