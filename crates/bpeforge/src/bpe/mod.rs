@@ -9,10 +9,10 @@
 //! - up to `SWEEP_MIN` bytes (CJK clauses are GPT-2 pieces of 20-130 bytes): a
 //!   linked list of parts (`list.rs`) on a tournament tree (`tree.rs`,
 //!   `min_tree.rs`), so no input is quadratic; for a vocabulary whose first
-//!   merges never join words (SuperBPE's, whose pieces are whole lines), in
-//!   two phases instead (`word_phases.rs`): each word's ids under those
-//!   merges, kept from piece to piece (`word_cache.rs`), then the rest of
-//!   the merges from there;
+//!   merges never join words (SuperBPE's, whose pieces are whole lines; from
+//!   16 bytes), in two phases instead (`word_phases.rs`, `phased.rs`): each
+//!   word's ids under those merges, kept from piece to piece
+//!   (`word_cache.rs`), then the rest of the merges from there;
 //! - longer, when ranks grow: in chunks, each seam checked (`chunked.rs`), a
 //!   run of one char or of a short period at the cost of comparing bytes;
 //!   where a seam cannot be placed, the rank sweep (`sweep.rs`), whose time grows
@@ -24,7 +24,8 @@
 //! The flat scan and the tree start a piece with its characters of 2 or 3 bytes
 //! as tokens where `char_merges.rs` proves the ids unchanged.
 //!
-//! Below them: the merge table (`merges.rs`, with its Bloom filter
+//! Their buffers are kept from piece to piece (`scratch.rs`). Below them:
+//! the merge table (`merges.rs`, with its Bloom filter
 //! `pair_filter.rs`), the token index (`token_index.rs`) and the vocabulary
 //! that holds them (`vocab.rs`). The files import downwards only: the
 //! vocabulary builds the character merges with the flat scan, and the merge
@@ -39,6 +40,8 @@ pub(crate) mod merges;
 mod min_tree;
 mod pair_filter;
 mod period;
+mod phased;
+mod scratch;
 pub(crate) mod sweep;
 pub(crate) mod token_index;
 mod tree;
@@ -46,70 +49,20 @@ pub(crate) mod vocab;
 mod word_cache;
 pub(crate) mod word_phases;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use crate::bpe::chunked::merge_chunked;
 pub(crate) use crate::bpe::chunked::merge_run;
-use crate::bpe::chunked::{merge_chunked, ChunkScratch};
-use crate::bpe::flat::{merge_flat, merge_flat_below, merge_flat_ids, Part};
-use crate::bpe::heap::{merge_long, RadixHeap};
-use crate::bpe::list::Node;
-use crate::bpe::min_tree::MinTree;
-use crate::bpe::sweep::{merge_sweep, SweepScratch, SWEEP_MAX};
-use crate::bpe::tree::{merge_tree, merge_tree_ids};
+use crate::bpe::flat::{merge_flat, FLAT_MAX};
+use crate::bpe::heap::merge_long;
+use crate::bpe::phased::merge_in_phases;
+pub use crate::bpe::scratch::Scratch;
+use crate::bpe::sweep::{merge_sweep, SWEEP_MAX};
+use crate::bpe::tree::merge_tree;
 use crate::bpe::vocab::Vocabulary;
-use crate::bpe::word_cache::WordCache;
-use crate::bpe::word_phases::WordPhases;
-use crate::util::packed_key::{hash_packed, pack_at};
+use crate::util::packed_key::INLINE_MAX;
 
-/// Pieces up to this many bytes use the flat scan. Its every merge rescans
-/// the piece (a chain of dependent compares), so past a few dozen bytes the
-/// heap wins: on 10 MB of multilingual text (CJK sentences are GPT-2 pieces of
-/// 20-130 bytes) 32 encoded 16% faster than 128 (median of 7, the
-/// `encode_file` example), English unchanged within noise.
-const FLAT_MAX: usize = 32;
 /// Pieces over this many bytes take the rank sweep (when ranks grow): as
 /// `long_pieces::LONG_PIECE_MAX`, past which pieces are merged every time.
 const SWEEP_MIN: usize = 1024;
-
-/// Reusable buffers, so that encoding allocates per call, not per piece.
-#[derive(Default)]
-pub struct Scratch {
-    parts: Vec<Part>,
-    nodes: Vec<Node>,
-    /// The ids a non-ASCII piece starts from (`char_merges.rs`).
-    starting_ids: Vec<u32>,
-    heap: BinaryHeap<Reverse<u64>>,
-    tree: MinTree,
-    radix: RadixHeap,
-    sweep: SweepScratch,
-    chunks: ChunkScratch,
-    /// The early merges' ids of words (`word_phases.rs`).
-    words: WordCache,
-    /// A piece's words: where each ends, its packed key (0 if too long to
-    /// pack) and the key's hash.
-    word_list: Vec<(usize, u128, u64)>,
-    /// A piece's words' early ids, end to end.
-    early_ids: Vec<u32>,
-}
-
-impl Scratch {
-    /// Bytes its buffers hold (they grow with the longest piece encoded).
-    pub fn bytes(&self) -> usize {
-        use std::mem::size_of;
-        let radix: usize = self.radix.buckets.iter().map(Vec::capacity).sum();
-        self.parts.capacity() * size_of::<Part>()
-            + self.nodes.capacity() * size_of::<Node>()
-            + self.starting_ids.capacity() * size_of::<u32>()
-            + (self.heap.capacity() + radix) * size_of::<u64>()
-            + self.tree.bytes()
-            + self.sweep.bytes()
-            + self.chunks.bytes()
-            + self.words.bytes()
-            + self.word_list.capacity() * size_of::<(usize, u128, u64)>()
-            + self.early_ids.capacity() * size_of::<u32>()
-    }
-}
 
 /// Append the ids of `piece` to `out`.
 pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out: &mut Vec<u32>) {
@@ -117,7 +70,8 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
         return;
     }
     let (table, char_merges) = (vocab.merge_table(), vocab.char_merges());
-    if let Some(phases) = vocab.word_phases().filter(|_| piece.len() > FLAT_MAX && piece.len() <= SWEEP_MIN) {
+    // Shorter ones are one word, or few: the encoder keeps them whole.
+    if let Some(phases) = vocab.word_phases().filter(|_| piece.len() > INLINE_MAX && piece.len() <= SWEEP_MIN) {
         return merge_in_phases(piece, vocab, phases, scratch, out);
     }
     let Scratch { parts, nodes, starting_ids, heap, tree, radix, sweep, chunks: _, .. } = scratch;
@@ -129,68 +83,6 @@ pub fn encode_piece(piece: &[u8], vocab: &Vocabulary, scratch: &mut Scratch, out
         _ if !vocab.ranks_grow() => merge_long(piece, table, nodes, heap, out),
         n if n <= SWEEP_MAX => merge_sweep(piece, vocab, sweep, out),
         _ => merge_long(piece, table, nodes, radix, out),
-    }
-}
-
-/// A piece of a vocabulary whose early merges never join words, merged in
-/// the two phases of `word_phases.rs`: each word's early ids (kept in
-/// `Scratch::words`), then every merge on them. Pieces of up to `SWEEP_MIN`
-/// bytes.
-fn merge_in_phases(piece: &[u8], vocab: &Vocabulary, phases: &WordPhases, scratch: &mut Scratch, out: &mut Vec<u32>) {
-    scratch.words.serve(phases.id());
-    // The words first, each one's bucket asked for, so that the lookups below do not wait one by one.
-    let mut word_list = std::mem::take(&mut scratch.word_list);
-    word_list.clear();
-    let mut word_start = 0;
-    for end in phases.part_ends(piece) {
-        let key = pack_at(piece, word_start, end).unwrap_or(0);
-        let hash = hash_packed(key);
-        scratch.words.prefetch(hash);
-        word_list.push((end, key, hash));
-        word_start = end;
-    }
-    // The first phase into `early_ids`, the second from there into `out`.
-    let mut early_ids = std::mem::take(&mut scratch.early_ids);
-    early_ids.clear();
-    word_start = 0;
-    for &(end, key, hash) in &word_list {
-        let word = &piece[word_start..end];
-        word_start = end;
-        if let &[byte] = word {
-            early_ids.push(vocab.byte_id(byte));
-        } else if key == 0 {
-            merge_early(word, vocab, phases, scratch, &mut early_ids);
-        } else if !scratch.words.get(key, hash, &mut early_ids) {
-            let at = early_ids.len();
-            merge_early(word, vocab, phases, scratch, &mut early_ids);
-            scratch.words.put(key, hash, &early_ids[at..]);
-        }
-    }
-    let table = vocab.merge_table();
-    let merge = |left, right| table.merge(left, right);
-    let Scratch { parts, nodes, tree, .. } = scratch;
-    match early_ids.len() {
-        0 => {}
-        n if n <= FLAT_MAX => merge_flat_ids(&early_ids, merge, parts, out),
-        _ => merge_tree_ids(&early_ids, merge, nodes, tree, out),
-    }
-    (scratch.word_list, scratch.early_ids) = (word_list, early_ids);
-}
-
-/// Append the ids of `word` under the early merges alone (`word_phases.rs`).
-fn merge_early(word: &[u8], vocab: &Vocabulary, phases: &WordPhases, scratch: &mut Scratch, out: &mut Vec<u32>) {
-    let (table, late_from) = (vocab.merge_table(), phases.late_from());
-    let early = |left, right| table.merge(left, right).filter(|rule| rule.rank < late_from);
-    let Scratch { parts, nodes, starting_ids, tree, .. } = scratch;
-    match word.len() {
-        0 => {}
-        1 => out.push(table.byte_id(word[0])),
-        n if n <= FLAT_MAX => merge_flat_below(word, table, late_from, parts, out),
-        _ => {
-            starting_ids.clear();
-            starting_ids.extend(word.iter().map(|&byte| table.byte_id(byte)));
-            merge_tree_ids(starting_ids, early, nodes, tree, out);
-        }
     }
 }
 

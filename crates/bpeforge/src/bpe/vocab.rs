@@ -75,7 +75,7 @@ impl Vocabulary {
         let pairs_in_tokens = pairs_in_tokens(&tokens);
         let lens = tokens.iter().map(|token| token.as_ref().map_or(0, |bytes| bytes.len() as u32)).collect();
         let mut parts = Vec::new();
-        let word_phases = WordPhases::new(&table, &junction, tokens.len());
+        let word_phases = WordPhases::new(&table, &junction, &pairs_in_tokens, tokens.len());
         let token_bytes = tokens.iter().flatten().map(|token| &token[..]);
         let char_merges = CharMerges::new(token_bytes, junction, |bytes| merge_into_one(bytes, &table, &mut parts));
         Self { tokens, ids, table, pairs_in_tokens, lens, char_merges, word_phases, merges_from_ranks: false }

@@ -1,6 +1,8 @@
 //! The early merges' ids of short words (`word_phases.rs`), kept by a merge
 //! state from piece to piece and call to call: the words of a text repeat
-//! (` the`, ` of`), its lines do not.
+//! (` the`, ` of`), its lines do not. A word that no merge joins to its
+//! neighbours (CJK between pairs that no token holds) is kept with its final
+//! ids instead, under its key with `FINAL` set.
 //!
 //! Two ways a 64-byte bucket, keyed by the packed word (`util::packed_key`,
 //! up to 15 bytes; never 0, since the length is in the key), each way with up
@@ -14,6 +16,20 @@
 
 use crate::util::packed_key::hash_packed;
 use crate::util::prefetch::{prefetch_address, L1};
+
+/// A word of a piece as `phased.rs` looks it up: where it ends in the piece,
+/// its key (0 if too long to pack) and the key's hash.
+#[derive(Clone, Copy)]
+pub struct Word {
+    pub end: usize,
+    pub key: u128,
+    pub hash: u64,
+}
+
+/// Set in the key of a run of words kept whole, with its final ids: kept
+/// apart from a word of the same bytes and its early ids (`pack` leaves the
+/// top bit clear: it holds the length, at most 15).
+pub const FINAL: u128 = 1 << 127;
 
 /// Ids a way holds.
 pub const WAY_IDS: usize = 3;

@@ -36,7 +36,7 @@ use crate::bpe::merges::{MergeTable, NONE};
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Words of a bit set over the 65,536 pairs of bytes.
-const PAIR_WORDS: usize = 256 * 256 / 64;
+pub const PAIR_WORDS: usize = 256 * 256 / 64;
 
 /// Where a vocabulary's pieces cut for the early merges, and which ids the
 /// late merges make (see the module's comment).
@@ -49,6 +49,9 @@ pub struct WordPhases {
     late_from: u32,
     /// Bit `x << 8 | y`: no early merge joins byte `x` to a following `y`.
     cuts: Box<[u64; PAIR_WORDS]>,
+    /// Bit `x << 8 | y`: no merge at all does (no token holds the pair:
+    /// `Vocabulary::can_cut_between`), so the late merges do not either.
+    run_ends: Box<[u64; PAIR_WORDS]>,
     /// Bit by id: some late merge makes the token.
     late_ids: Box<[u64]>,
 }
@@ -59,7 +62,7 @@ impl WordPhases {
     /// do not grow, no merge joins a word to a space (every such cut is then
     /// one where no token spans, `Vocabulary::can_cut_between`), or the late
     /// merges are most of the merges.
-    pub fn new(table: &MergeTable, junction: &[u32], ids: usize) -> Option<Self> {
+    pub fn new(table: &MergeTable, junction: &[u32], pairs_in_tokens: &[u64; PAIR_WORDS], ids: usize) -> Option<Self> {
         let late_from = (0x21..=0x7Eu8).map(|x| junction[(x as usize) << 8 | b' ' as usize]).min()?;
         let early = table.len().min(late_from as usize);
         if !table.ranks_grow() || late_from == NONE || early < table.len() - early {
@@ -75,7 +78,8 @@ impl WordPhases {
         for entry in table.entries().filter(|entry| entry.rank >= late_from) {
             late_ids[entry.merged as usize >> 6] |= 1 << (entry.merged & 63);
         }
-        Some(Self { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), late_from, cuts, late_ids })
+        let run_ends = Box::new(pairs_in_tokens.map(|word| !word));
+        Some(Self { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), late_from, cuts, run_ends, late_ids })
     }
 
     /// Distinct for each vocabulary built.
@@ -91,7 +95,7 @@ impl WordPhases {
     }
 
     /// Whether a piece cuts between these two bytes for the early merges.
-    #[inline]
+    #[cfg(test)]
     pub fn is_cut(&self, first: u8, second: u8) -> bool {
         let pair = (first as usize) << 8 | second as usize;
         self.cuts[pair >> 6] & 1 << (pair & 63) != 0
@@ -103,32 +107,26 @@ impl WordPhases {
         self.late_ids.get(id as usize >> 6).is_some_and(|word| word & 1 << (id & 63) != 0)
     }
 
-    /// Where each part of `piece` ends: at each cut, and at its end.
-    pub fn part_ends<'a>(&'a self, piece: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
-        (0..piece.len()).step_by(64).flat_map(move |window| {
-            let mut ends = self.end_mask(piece, window);
-            std::iter::from_fn(move || {
-                let end = window + ends.trailing_zeros() as usize + 1;
-                ends &= ends.wrapping_sub(1);
-                (end <= window + 64).then_some(end)
-            })
-        })
-    }
-
-    /// Bit `i`: a part of `piece` ends after byte `window + i` (a cut, or
-    /// the piece's end). Without a branch a byte: where words end is as
-    /// good as random.
+    /// Where the words of `piece` end in the 64 bytes from `window`: bit `i`
+    /// of the first mask says that one ends after byte `window + i` (at a
+    /// cut, or at the piece's end), of the second that a run of words does
+    /// (no merge at all joins the two bytes, so the late merges stay on
+    /// either side too; or the piece ends). Without a branch a byte: where
+    /// words end is as good as random.
     #[inline]
-    fn end_mask(&self, piece: &[u8], window: usize) -> u64 {
+    pub fn end_masks(&self, piece: &[u8], window: usize) -> (u64, u64) {
         let bytes = (piece.len() - 1 - window).min(64);
-        let mut mask = 0;
+        let (mut words, mut runs) = (0, 0);
         for (i, pair) in piece[window..window + bytes + 1].windows(2).enumerate() {
-            mask |= (self.is_cut(pair[0], pair[1]) as u64) << i;
+            let pair = (pair[0] as usize) << 8 | pair[1] as usize;
+            words |= (self.cuts[pair >> 6] >> (pair & 63) & 1) << i;
+            runs |= (self.run_ends[pair >> 6] >> (pair & 63) & 1) << i;
         }
         if bytes < 64 {
-            mask |= 1 << bytes;
+            (words | 1 << bytes, runs | 1 << bytes)
+        } else {
+            (words, runs)
         }
-        mask
     }
 }
 

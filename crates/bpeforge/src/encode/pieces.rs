@@ -270,6 +270,10 @@ impl Encoder {
             }
             return self.encode_in_windows(bytes, state, out);
         }
+        if self.vocab.word_phases().is_some() {
+            // SuperBPE's pieces (lines) are cut there too, and finer, and their words kept (`bpe/phased.rs`).
+            return encode_piece(bytes, &self.vocab, &mut state.scratch, out);
+        }
         let mut start = 0;
         for end in parts::part_ends(bytes, &self.vocab) {
             let part = &bytes[start..end];
