@@ -58,7 +58,12 @@ impl Normalizer {
                 for step in steps {
                     parsed.extend(Normalizer::parse(step)?);
                 }
-                Normalizer::Sequence(parsed)
+                // No step (DeepSeek's files) is no normalizer, one step that step: no call a stretch for them.
+                match parsed.len() {
+                    0 => return Ok(None),
+                    1 => parsed.pop().expect("one step"),
+                    _ => Normalizer::Sequence(parsed),
+                }
             }
             other => return Err(refuse(&format!("normalizer {other:?}"), "bpeforge does not implement it")),
         }))
