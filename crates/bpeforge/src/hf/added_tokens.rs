@@ -32,10 +32,16 @@ pub struct AddedToken {
 struct Pass {
     automaton: AhoCorasick,
     tokens: Vec<AddedToken>,
-    /// The bytes the spellings begin with, when at most three: a text
-    /// without them holds none (most texts; `memchr` answers that faster
-    /// than the automaton's search of each short text).
+    /// The bytes the spellings begin with, when at most three and none a
+    /// letter, digit or space: a text without them holds none (most texts;
+    /// `memchr` answers that faster than the automaton's search of each
+    /// short text).
     first_bytes: Option<Vec<u8>>,
+    /// Else, the first two bytes of every spelling, when they are at most
+    /// three pairs and some first byte is one most texts hold (Phi-2's
+    /// tokens of 2-32 spaces or tabs: "  " and "\t\t", and "<|": searching
+    /// each text that holds a space was a quarter of encoding lines).
+    first_pairs: Option<Vec<memchr::memmem::Finder<'static>>>,
 }
 
 /// A stretch of text, or an added token's id.
@@ -139,8 +145,16 @@ impl Pass {
         let mut first_bytes: Vec<u8> = patterns.iter().map(|pattern| pattern.as_bytes()[0]).collect();
         first_bytes.sort_unstable();
         first_bytes.dedup();
-        let first_bytes = (first_bytes.len() <= 3).then_some(first_bytes);
-        Ok(Some(Self { automaton, tokens, first_bytes }))
+        // A byte text is full of (a space, a letter) says little: then pairs, where there are few.
+        let common = |byte: &u8| byte.is_ascii_alphanumeric() || byte.is_ascii_whitespace();
+        let first_bytes = (first_bytes.len() <= 3).then_some(first_bytes).filter(|bytes| !bytes.iter().any(common));
+        let mut first_pairs: Vec<&[u8]> =
+            patterns.iter().map(|pattern| &pattern.as_bytes()[..2.min(pattern.len())]).collect();
+        first_pairs.sort_unstable();
+        first_pairs.dedup();
+        let first_pairs = (first_bytes.is_none() && first_pairs.len() <= 3 && first_pairs.iter().all(|p| p.len() == 2))
+            .then(|| first_pairs.iter().map(|pair| memchr::memmem::Finder::new(pair).into_owned()).collect());
+        Ok(Some(Self { automaton, tokens, first_bytes, first_pairs }))
     }
 }
 
@@ -148,6 +162,9 @@ impl Pass {
     /// False when `text` holds none of the tokens' spellings for sure.
     fn may_hold_one(&self, text: &str) -> bool {
         let text = text.as_bytes();
+        if let Some(pairs) = &self.first_pairs {
+            return pairs.iter().any(|pair| pair.find(text).is_some());
+        }
         match self.first_bytes.as_deref() {
             Some(&[a]) => memchr::memchr(a, text).is_some(),
             Some(&[a, b]) => memchr::memchr2(a, b, text).is_some(),
@@ -245,5 +262,15 @@ mod tests {
         assert_eq!(cut(vec![token("ab", 1, "w")], "ab xab ab"), ["<1>", " xab ", "<1>"]);
         assert_eq!(cut(vec![token("  ", 1, "lr")], "a      "), ["a", "<1>"]);
         assert_eq!(cut(vec![token("½", 1, "r"), token(" ", 2, "")], "½ \u{b}"), ["<1>", "<2>", "\u{b}"]);
+    }
+
+    #[test]
+    fn hf_added_tokens_of_runs_of_spaces_are_found_by_their_first_two_bytes() {
+        // Phi-2's: spaces and tabs whose first bytes every text holds; a text is searched only where it holds
+        // two of them.
+        let runs = || vec![token("   ", 1, ""), token("  ", 2, ""), token("\t\t", 3, ""), token("<|e|>", 4, "")];
+        assert_eq!(cut(runs(), "a b c\td e"), ["a b c\td e"]);
+        assert_eq!(cut(runs(), "a  b   c\t\td<|e|>  "), ["a", "<2>", "b", "<1>", "c", "<3>", "d", "<4>", "<2>"]);
+        assert_eq!(cut(runs(), "<|e| x|>"), ["<|e| x|>"]);
     }
 }
