@@ -15,6 +15,12 @@
 //! a text whose long pieces do not all fit still finds the share that does on
 //! its next call. It starts over only once the pieces it turned away outnumber
 //! its hits since it filled by as many as it holds: then the text has moved on.
+//!
+//! While a text's long pieces do not repeat (SuperBPE's pieces are whole
+//! lines: keeping each one cost a tenth of a first call and never paid), a
+//! piece is kept only the second time it comes (`Doorkeeper`): the first
+//! time only a bit is set. A text encoded again is kept on its second call
+//! and found on its third.
 
 use std::hash::BuildHasher;
 
@@ -57,6 +63,57 @@ pub struct LongPieceTable {
     max_bytes: usize,
     /// Pieces that found the table full, less the hits since (at least 0).
     turned_away: usize,
+    doorkeeper: Doorkeeper,
+}
+
+/// Pieces a round of `Doorkeeper` counts.
+const ROUND: u32 = 4096;
+/// Bits of `Doorkeeper::seen` (16 KiB).
+const SEEN_BITS: usize = 1 << 17;
+
+/// Whether the table keeps every new piece, or only those it has seen
+/// before: each round of `ROUND` pieces it did not hold, it keeps every one
+/// in the next round if at least one in 64 lookups of the round found its
+/// piece, else only the ones already seen (a bit by hash in `seen`, emptied
+/// once a quarter of its bits are set, so that it keeps telling pieces apart).
+struct Doorkeeper {
+    keep_all: bool,
+    misses: u32,
+    hits: u32,
+    seen: Box<[u64]>,
+    marked: usize,
+}
+
+impl Default for Doorkeeper {
+    fn default() -> Self {
+        Self { keep_all: true, misses: 0, hits: 0, seen: Box::default(), marked: 0 }
+    }
+}
+
+impl Doorkeeper {
+    /// Whether to keep a new piece of hash `hash`.
+    #[inline]
+    fn admits(&mut self, hash: u64) -> bool {
+        self.misses += 1;
+        if self.misses == ROUND {
+            self.keep_all = self.hits >= ROUND / 64;
+            (self.misses, self.hits) = (0, 0);
+        }
+        if self.keep_all {
+            return true;
+        }
+        if self.seen.is_empty() || self.marked >= SEEN_BITS / 4 {
+            self.seen = vec![0; SEEN_BITS / 64].into();
+            self.marked = 0;
+        }
+        // The top bits: the low ones pick the table's slot.
+        let bit = (hash >> (64 - SEEN_BITS.trailing_zeros())) as usize;
+        let (word, mask) = (bit / 64, 1 << (bit % 64));
+        let seen = self.seen[word] & mask != 0;
+        self.seen[word] |= mask;
+        self.marked += !seen as usize;
+        seen
+    }
 }
 
 impl Default for LongPieceTable {
@@ -74,7 +131,7 @@ pub fn hash_long(piece: &[u8]) -> u64 {
 impl LongPieceTable {
     pub fn with_max_bytes(max_bytes: usize) -> Self {
         let (slots, keys, ids) = (Vec::new(), Vec::new(), Vec::new());
-        Self { slots, keys, ids, entries: 0, bytes: 0, max_bytes, turned_away: 0 }
+        Self { slots, keys, ids, entries: 0, bytes: 0, max_bytes, turned_away: 0, doorkeeper: Doorkeeper::default() }
     }
 
     /// Bytes held (keys, ids and two slots an entry).
@@ -122,6 +179,7 @@ impl LongPieceTable {
         let Some(slot) = self.find(piece, hash) else { return false };
         out.extend_from_slice(&self.ids[slot.ids_at as usize..][..slot.ids_len as usize]);
         self.turned_away = self.turned_away.saturating_sub(1);
+        self.doorkeeper.hits += 1;
         true
     }
 
@@ -155,7 +213,7 @@ impl LongPieceTable {
     /// Remember the ids of `piece` (whose `hash_long` is `hash`), unless it
     /// is too long or the table is full (see the top).
     pub fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32]) {
-        if piece.len() > LONG_PIECE_MAX || self.find(piece, hash).is_some() {
+        if piece.len() > LONG_PIECE_MAX || self.find(piece, hash).is_some() || !self.doorkeeper.admits(hash) {
             return;
         }
         let cost = piece.len() + 4 * ids.len() + ENTRY_OVERHEAD;
@@ -239,6 +297,32 @@ mod tests {
         assert!(new_kept > 20, "{new_kept} of the new pieces kept");
         insert(&mut table, &[b'x'; LONG_PIECE_MAX + 1], &[1]);
         assert_eq!(get(&mut table, &[b'x'; LONG_PIECE_MAX + 1]), None);
+    }
+
+    #[test]
+    fn pieces_that_never_repeat_are_kept_from_their_second_time_on() {
+        let mut table = LongPieceTable::default();
+        let piece = |i: usize| format!("a line of text that comes once, number {i}").into_bytes();
+        // A round of new pieces, none found again: from then on a new piece is not kept ...
+        for i in 0..ROUND as usize {
+            insert(&mut table, &piece(i), &[i as u32]);
+        }
+        let new = piece(1 << 20);
+        insert(&mut table, &new, &[7]);
+        assert_eq!(get(&mut table, &new), None);
+        // ... until it comes again.
+        insert(&mut table, &new, &[7]);
+        assert_eq!(get(&mut table, &new), Some(vec![7]));
+        // A round in which one lookup in 64 finds its piece: every new piece is kept again.
+        for i in 0..ROUND as usize {
+            if i % 32 == 0 {
+                assert_eq!(get(&mut table, &new), Some(vec![7]));
+            }
+            insert(&mut table, &piece((2 << 20) + i), &[i as u32]);
+        }
+        let next = piece(3 << 20);
+        insert(&mut table, &next, &[8]);
+        assert_eq!(get(&mut table, &next), Some(vec![8]));
     }
 
     #[test]
