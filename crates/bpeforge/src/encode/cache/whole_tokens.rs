@@ -107,7 +107,9 @@ mod tests {
     fn the_same_tokens_as_a_bpe_of_each_on_random_vocabularies() {
         let mut rng = Rng(0x51ed_270b_2f3e_4c1d);
         let (mut checked, mut not_whole) = (0, 0);
-        for round in 0..3000 {
+        // 600 vocabularies: each is checked against a BPE of its every token,
+        // which the debug build of `cargo test` takes tens of milliseconds for.
+        for round in 0..600 {
             let alphabet = &b"abcd"[..1 + rng.below(4)];
             let size = 1 + rng.below(60);
             let (vocab, _) = random_vocab(&mut rng, alphabet, size);
@@ -116,7 +118,7 @@ mod tests {
             checked += 1;
             not_whole += whole.iter().zip(0..).filter(|&(&w, id)| !w && vocab.token(id).is_some()).count();
         }
-        assert!(checked > 1000 && not_whole > 1000, "{checked} vocabularies, {not_whole} tokens BPE never makes");
+        assert!(checked > 200 && not_whole > 200, "{checked} vocabularies, {not_whole} tokens BPE never makes");
     }
 
     #[test]
