@@ -10,7 +10,9 @@ use crate::bpe::heap::RadixHeap;
 use crate::bpe::list::Node;
 use crate::bpe::min_tree::MinTree;
 use crate::bpe::sweep::SweepScratch;
-use crate::bpe::word_cache::{Word, WordCache};
+use crate::bpe::vocab::Vocabulary;
+use crate::bpe::word_cache::{Word, WordCache, FINAL};
+use crate::util::packed_key::{hash_packed, pack};
 
 /// Reusable buffers, so that encoding allocates per call, not per piece.
 #[derive(Default)]
@@ -33,6 +35,26 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// Start the word cache (`word_phases.rs`, `phased.rs`) with `seeds`,
+    /// tokens of up to 15 bytes that encode to themselves (those the encoder
+    /// plants in its table, `encode/cache/seeds.rs`): each is its own final
+    /// ids as a short run, and its own early ids as a word when no late merge
+    /// makes it (then every merge that makes it is early). A first call on
+    /// SuperBPE's lines merged a third of its new words from their bytes only
+    /// to find one of these.
+    pub fn plant_words(&mut self, vocab: &Vocabulary, seeds: &[u32]) {
+        let Some(phases) = vocab.word_phases() else { return };
+        self.words.serve(phases.id());
+        self.words.reserve_for(2 * seeds.len());
+        for &id in seeds {
+            let Some(key) = vocab.token(id).and_then(pack) else { continue };
+            self.words.put(key | FINAL, hash_packed(key | FINAL), &[id]);
+            if !phases.is_late(id) {
+                self.words.put(key, hash_packed(key), &[id]);
+            }
+        }
+    }
+
     /// Bytes its buffers hold (they grow with the longest piece encoded).
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;

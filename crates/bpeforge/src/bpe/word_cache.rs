@@ -92,6 +92,13 @@ impl WordCache {
         false
     }
 
+    /// Grow to hold `words` words, up to its bound, before they are put.
+    pub fn reserve_for(&mut self, words: usize) {
+        while self.buckets.len() < MAX_BUCKETS && self.buckets.len() < words {
+            self.grow();
+        }
+    }
+
     /// Ask for the bucket of `hash`, into the first-level cache.
     #[inline]
     pub fn prefetch(&self, hash: u64) {

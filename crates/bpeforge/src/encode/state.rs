@@ -102,6 +102,7 @@ impl EncodeState {
             let key = pack(token).expect("a seed packs");
             self.table.plant(key, hash_packed(key), id);
         }
+        self.scratch.plant_words(vocab, seeds);
     }
 
     /// Start with a copy of `warm`'s table of short pieces instead of
