@@ -14,8 +14,9 @@ encode, on one core (`taskset`, `RAYON_NUM_THREADS=1`, `TOKENIZERS_PARALLELISM=f
 The text is new to the tokenizer: each timed call is the first on a freshly loaded one (after a call
 on a few words, so that what is built on first use is built). Both libraries cache pieces, and a
 SuperBPE piece is a line, so calling again on the same lines measures the cache, not the encoder;
-bpeforge's second call is shown apart ("again"). The best of `--repeats` is reported (one call for
-`tokenizers`, whose calls take seconds).
+bpeforge's second call is shown apart ("again"). While a text's lines do not repeat, bpeforge keeps a
+line only the second time it comes (gutenberg's), so such lines are found from a third call. The best of
+`--repeats` is reported (one call for `tokenizers`, whose calls take seconds).
 
 Then the linearity of one long piece: a single line of `--mb`/4 MB and one of `--mb` MB
 (gutenberg's text, newlines made spaces and digits dropped, so that the pre-tokenizer leaves it
