@@ -151,6 +151,26 @@ impl HfTokenizer {
         Ok(out)
     }
 
+    /// Each added token and each normalized stretch of `text` between them,
+    /// in order, as `tokenizers` finds them: the added tokens with
+    /// `normalized: false` in the raw text, then the others in each stretch
+    /// once normalized. Shared by one text (`encode_into`) and batches of
+    /// short texts (`runs.rs`).
+    fn for_each_segment(
+        &self,
+        text: &str,
+        mut visit: impl FnMut(Segment<'_>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        self.added.for_each_raw(text, |segment| {
+            let Segment::Text(stretch) = segment else { return visit(segment) };
+            let normalized = match &self.normalizer {
+                Some(normalizer) => normalizer.normalize(Cow::Borrowed(stretch)),
+                None => Cow::Borrowed(stretch),
+            };
+            self.added.for_each_normalized(&normalized, &mut visit)
+        })
+    }
+
     /// `encode`, appending to `out` with buffers and the encoder's state
     /// kept by the caller (`Encoder::encode_batch_into_by`).
     pub fn encode_into(
@@ -163,25 +183,12 @@ impl HfTokenizer {
     ) -> Result<(), Error> {
         let start = out.len();
         self.encoder.in_call(state, |state| {
-            self.added.for_each_raw(text, |segment| {
-                let stretch = match segment {
-                    Segment::Token(id) => {
-                        out.push(id);
-                        return Ok(());
-                    }
-                    Segment::Text(stretch) => stretch,
-                };
-                let normalized = match &self.normalizer {
-                    Some(normalizer) => normalizer.normalize(Cow::Borrowed(stretch)),
-                    None => Cow::Borrowed(stretch),
-                };
-                self.added.for_each_normalized(&normalized, |segment| match segment {
-                    Segment::Token(id) => {
-                        out.push(id);
-                        Ok(())
-                    }
-                    Segment::Text(stretch) => self.encode_stretch(stretch, work, state, out),
-                })
+            self.for_each_segment(text, |segment| match segment {
+                Segment::Token(id) => {
+                    out.push(id);
+                    Ok(())
+                }
+                Segment::Text(stretch) => self.encode_stretch(stretch, work, state, out),
             })
         })?;
         if add_special_tokens {

@@ -7,8 +7,6 @@
 //! looked up alone took 440 ns of Llama 3, 233 in a run (see
 //! `encode/piece_run.rs`).
 
-use std::borrow::Cow;
-
 use super::added_tokens::Segment;
 use super::deepseek_blocks::DeepSeekV3;
 use super::{Cutter, HfTokenizer, Workspace};
@@ -48,25 +46,12 @@ impl HfTokenizer {
         if add_special_tokens {
             run.push_ids(&self.post.prefix);
         }
-        self.added.for_each_raw(text, |segment| {
-            let stretch = match segment {
-                Segment::Token(id) => {
-                    run.push_id(id);
-                    return Ok(());
-                }
-                Segment::Text(stretch) => stretch,
-            };
-            let normalized = match &self.normalizer {
-                Some(normalizer) => normalizer.normalize(Cow::Borrowed(stretch)),
-                None => Cow::Borrowed(stretch),
-            };
-            self.added.for_each_normalized(&normalized, |segment| match segment {
-                Segment::Token(id) => {
-                    run.push_id(id);
-                    Ok(())
-                }
-                Segment::Text(stretch) => self.cut_stretch(stretch, work, run),
-            })
+        self.for_each_segment(text, |segment| match segment {
+            Segment::Token(id) => {
+                run.push_id(id);
+                Ok(())
+            }
+            Segment::Text(stretch) => self.cut_stretch(stretch, work, run),
         })?;
         if add_special_tokens {
             run.push_ids(&self.post.suffix);
