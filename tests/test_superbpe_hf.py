@@ -202,5 +202,35 @@ def test_a_file_trained_by_tokenizers_without_every_byte_loads_with_its_ids(tmp_
     trained.save(str(path))
     assert len(trained.get_vocab()) == 600  # the bytes seen and the merges: far fewer than 256 bytes
     loaded = bpeforge.Tokenizer.from_hf(path)
-    for text in real_texts()[1:]:
+    assert loaded.runs_pipeline
+    long_line = "word " * 250_000  # no digits: one piece, and the Split's regex searches it all
+    for text in [*real_texts()[1:], long_line]:
         assert loaded.encode(text) == trained.encode(text).ids
+
+
+def test_a_file_lacking_only_bytes_utf8_never_holds_runs_as_a_plain_tokenizer(tmp_path):
+    """The released SuperBPE files lack only 0xC0, 0xC1 and 0xF5-0xFF, which no text holds: such a file runs
+    on the plain tokenizer's SuperBPE engine (not the slower pipeline), with `tokenizers`' ids, and the 13
+    bytes stay out of what the tokenizer shows and writes back."""
+    never = {0xC0, 0xC1, *range(0xF5, 0x100)}
+    alphabet = [encode_token(bytes([byte])) for byte in range(256) if byte not in never]
+    trained = tokenizers.Tokenizer(tokenizers.models.BPE())
+    trained.pre_tokenizer = paper_pipeline(PAPER_STAGE2_SPLIT)
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=900, show_progress=False, initial_alphabet=alphabet)
+    trained.train([str(GUTENBERG)], trainer)
+    trained.decoder = tokenizers.decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
+    path = tmp_path / "tokenizer.json"
+    trained.save(str(path))
+    assert len(trained.get_vocab()) == 900
+    loaded = bpeforge.Tokenizer.from_hf(path)
+    assert not loaded.runs_pipeline
+    assert loaded.vocab_size == 900 and b"\xff" not in loaded.vocab.values()
+    assert loaded.token_to_id(b"\xff") is None
+    with pytest.raises(ValueError, match="unknown token id 900"):
+        loaded.decode([900])
+    long_line = "word " * 300_000  # no digits: one piece, and the Split's regex searches it all
+    for text in [*real_texts(), long_line]:
+        assert loaded.encode(text) == trained.encode(text).ids
+    loaded.save_hf(tmp_path / "again.json")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "again.json"))
+    assert again.get_vocab() == trained.get_vocab()

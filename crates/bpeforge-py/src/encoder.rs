@@ -63,7 +63,7 @@ impl PyEncoder {
     }
 
     fn check_width(&self, width: usize) -> PyResult<()> {
-        let size = self.inner.vocab().len();
+        let size = self.inner.vocab().given_len();
         match width {
             2 if size > 1 << 16 => {
                 Err(PyValueError::new_err(format!("a vocabulary of {size} tokens does not fit uint16; use uint32")))

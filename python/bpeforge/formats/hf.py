@@ -248,15 +248,21 @@ def hf_parts(doc: Any, path: Path) -> TokenizerParts:
 
 
 def _check_all_bytes(vocab: dict[int, bytes], where: str) -> None:
-    """Refuse, so that `Tokenizer.from_hf` runs the file as a pipeline, a SuperBPE vocabulary without every
-    byte: HF's trainer keeps only the bytes it saw (the released SuperBPE files lack 0xC0, for one)."""
+    """Refuse, so that `Tokenizer.from_hf` runs the file as a pipeline, a SuperBPE vocabulary without a byte
+    that text can hold: the pipeline drops that byte, as `tokenizers` does. HF's trainer keeps only the bytes it
+    saw; the released SuperBPE files lack only those UTF-8 never holds, which the plain tokenizer's tables take
+    as stand-ins that no text reaches."""
     tokens = set(vocab.values())
-    missing = [byte for byte in range(256) if bytes([byte]) not in tokens]
+    missing = [byte for byte in range(256) if bytes([byte]) not in tokens and not _utf8_never_holds(byte)]
     if missing:
         raise ValueError(
-            f"{where}the vocabulary has no token for {len(missing)} of the 256 bytes (0x{missing[0]:02X} first); "
-            "Tokenizer.from_hf runs such a file as a pipeline"
+            f"{where}the vocabulary has no token for {len(missing)} of the bytes text can hold "
+            f"(0x{missing[0]:02X} first); Tokenizer.from_hf runs such a file as a pipeline"
         )
+
+
+def _utf8_never_holds(byte: int) -> bool:
+    return byte in (0xC0, 0xC1) or byte >= 0xF5
 
 
 def _hf_vocab(tokenizer: Tokenizer, specials: dict[str, int]) -> dict[str, int]:

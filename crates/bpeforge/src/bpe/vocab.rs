@@ -28,19 +28,29 @@ pub struct Vocabulary {
     word_phases: Option<WordPhases>,
     /// See `merges_from_ranks`.
     merges_from_ranks: bool,
+    /// One past the highest id the caller gave; the ids from here on are
+    /// stand-ins (see `stand_in_for_bytes_utf8_never_holds`).
+    given_len: usize,
 }
 
 impl Vocabulary {
     /// Build from `(id, bytes)` entries and the merges in rank order.
     /// Fails, naming the entry, when a merge uses or makes a token the
-    /// vocabulary lacks, or when a byte has no token (byte-level BPE must be
-    /// able to spell any text).
+    /// vocabulary lacks, or when a byte UTF-8 text can hold has no token
+    /// (byte-level BPE must be able to spell any text). The bytes UTF-8 never
+    /// holds may be missing: HF's trainer keeps only the bytes it saw, and
+    /// the released SuperBPE vocabularies lack them; they get stand-in ids
+    /// (`stand_in_for_bytes_utf8_never_holds`).
     /// The merges' bytes may be borrowed (the binding lends Python's `bytes`).
     pub fn new<B: AsRef<[u8]> + Sync>(entries: Vec<(u32, Vec<u8>)>, merges: &[Merge<B>]) -> Result<Self, Error> {
-        let tokens = token_table(entries)?;
+        let mut tokens = token_table(entries)?;
+        let given_len = tokens.len();
+        stand_in_for_bytes_utf8_never_holds(&mut tokens);
         let ids = TokenIndex::new(&tokens);
         let table = MergeTable::new(&ids, merges)?;
-        Ok(Self::assemble(tokens, ids, table, junction_ranks(merges)))
+        let mut vocab = Self::assemble(tokens, ids, table, junction_ranks(merges));
+        vocab.given_len = given_len;
+        Ok(vocab)
     }
 
     /// As `new`, with the merges given as ids (`IdMerge`, in rank order) by
@@ -78,7 +88,18 @@ impl Vocabulary {
         let word_phases = WordPhases::new(&table, &junction, &pairs_in_tokens, tokens.len());
         let token_bytes = tokens.iter().flatten().map(|token| &token[..]);
         let char_merges = CharMerges::new(token_bytes, junction, |bytes| merge_into_one(bytes, &table, &mut parts));
-        Self { tokens, ids, table, pairs_in_tokens, lens, char_merges, word_phases, merges_from_ranks: false }
+        let given_len = tokens.len();
+        Self {
+            tokens,
+            ids,
+            table,
+            pairs_in_tokens,
+            lens,
+            char_merges,
+            word_phases,
+            merges_from_ranks: false,
+            given_len,
+        }
     }
 
     /// Whether the merges are those a tiktoken rank table implies
@@ -94,21 +115,29 @@ impl Vocabulary {
         self.merges_from_ranks = true;
     }
 
-    /// The number of ids (one past the highest).
+    /// The number of ids the tables hold (one past the highest), stand-ins
+    /// included.
     pub fn len(&self) -> usize {
         self.tokens.len()
+    }
+
+    /// The number of ids the caller gave (one past the highest): `len`
+    /// without the stand-ins, which no text of valid UTF-8 is encoded to.
+    pub fn given_len(&self) -> usize {
+        self.given_len
     }
 
     pub fn is_empty(&self) -> bool {
         self.tokens.is_empty()
     }
 
+    /// A token's bytes; `None` for an id that is no token (a stand-in is none).
     pub fn token(&self, id: u32) -> Option<&[u8]> {
-        self.tokens.get(id as usize).and_then(|t| t.as_deref())
+        self.tokens[..self.given_len].get(id as usize).and_then(|t| t.as_deref())
     }
 
     pub fn id(&self, token: &[u8]) -> Option<u32> {
-        self.ids.get(token)
+        self.ids.get(token).filter(|&id| (id as usize) < self.given_len)
     }
 
     /// The length in bytes of token `id` (0 if the vocabulary skips it).
@@ -162,7 +191,7 @@ impl Vocabulary {
 
     /// Every `(id, bytes)`, in id order (skipped ids left out).
     pub fn tokens(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        self.tokens.iter().enumerate().filter_map(|(id, token)| Some((id as u32, token.as_deref()?)))
+        self.tokens[..self.given_len].iter().enumerate().filter_map(|(id, token)| Some((id as u32, token.as_deref()?)))
     }
 
     /// Which characters a piece may start its merges from as tokens
@@ -215,6 +244,24 @@ fn pairs_in_tokens(tokens: &[Option<Box<[u8]>>]) -> Box<[u64; PAIR_WORDS]> {
         bits[at >> 6] |= 1 << (at & 63);
     }
     bits
+}
+
+/// 0xC0, 0xC1 and 0xF5-0xFF: bytes no UTF-8 text holds.
+pub(crate) fn utf8_never_holds(byte: u8) -> bool {
+    matches!(byte, 0xC0 | 0xC1 | 0xF5..=0xFF)
+}
+
+/// Give each byte UTF-8 never holds that `tokens` lacks a stand-in id past all
+/// others. The merge tables want every byte's id, and text of valid UTF-8
+/// (every entry point checks it) never reaches a stand-in; `token`, `id` and
+/// `tokens` do not show them, so decoding one is an unknown id.
+fn stand_in_for_bytes_utf8_never_holds(tokens: &mut Vec<Option<Box<[u8]>>>) {
+    let mut held = [false; 256];
+    for token in tokens.iter().flatten().filter(|token| token.len() == 1) {
+        held[usize::from(token[0])] = true;
+    }
+    let lacking = (0..=255u8).filter(|&byte| utf8_never_holds(byte) && !held[usize::from(byte)]);
+    tokens.extend(lacking.map(|byte| Some(Box::from([byte]))));
 }
 
 fn token_table(entries: Vec<(u32, Vec<u8>)>) -> Result<Vec<Option<Box<[u8]>>>, Error> {
@@ -276,5 +323,22 @@ mod tests {
         assert!(err.to_string().contains("merge 0 (\"a\" + \"b\"): its result \"ab\" is not in the vocab"), "{err}");
         let err = Vocabulary::new::<Vec<u8>>(byte_entries()[1..].to_vec(), &[]).unwrap_err();
         assert!(err.to_string().contains("no token for the byte 0x00"), "{err}");
+    }
+
+    #[test]
+    fn bytes_utf8_never_holds_may_be_missing_and_stay_hidden() {
+        // HF's trainer keeps the bytes it saw: ids 0..243 for the others, then a merge.
+        let held: Vec<u8> = (0..=255u8).filter(|&byte| !utf8_never_holds(byte)).collect();
+        let mut entries: Vec<(u32, Vec<u8>)> = held.iter().zip(0..).map(|(&byte, id)| (id, vec![byte])).collect();
+        entries.push((243, "é".as_bytes().to_vec()));
+        let vocab = Vocabulary::new(entries, &[(vec![0xC3], vec![0xA9])]).unwrap();
+        assert_eq!((vocab.given_len(), vocab.len()), (244, 257), "13 stand-ins past the given ids");
+        assert_eq!(vocab.byte_pair_merge(0xC3, 0xA9).map(|m| m.merged), Some(243));
+        for byte in [0xC0u8, 0xC1, 0xF5, 0xFF] {
+            assert!(vocab.id(&[byte]).is_none(), "a stand-in is no token for id()");
+            assert_ne!(vocab.byte_id(byte), vocab.byte_id(0), "but the tables give it an id of its own");
+        }
+        assert!((244..257).all(|id| vocab.token(id).is_none()));
+        assert_eq!(vocab.tokens().count(), 244);
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::affix_bpe::AffixBpe;
 use super::json::{field_bool, field_nonempty_str, refuse};
-use crate::bpe::vocab::Vocabulary;
+use crate::bpe::vocab::{utf8_never_holds, Vocabulary};
 use crate::error::Error;
 use crate::formats::byte_level::ByteTable;
 
@@ -119,11 +119,6 @@ fn fill_missing_bytes(entries: &mut Vec<(u32, Vec<u8>)>) -> Vec<u8> {
     let missing: Vec<u8> = (0..=255u8).filter(|byte| !present.contains(byte)).collect();
     entries.extend(missing.iter().zip(first_free..).map(|(&byte, id)| (id, vec![byte])));
     missing
-}
-
-/// 0xC0, 0xC1 and 0xF5-0xFF: bytes no UTF-8 text holds.
-fn utf8_never_holds(byte: u8) -> bool {
-    matches!(byte, 0xC0 | 0xC1 | 0xF5..=0xFF)
 }
 
 /// A merge's two tokens, as bytes.

@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 use super::class_run::ClassRun;
 use super::deepseek_split::{self, is_deepseek_words};
 use crate::error::Error;
-use crate::pretokenize::pattern::{Pattern, PRESETS};
+use crate::pretokenize::pattern::{fancy_regex_for_long_texts, Pattern, PRESETS};
 
 /// What a Split or Replace looks for.
 pub enum Matcher {
@@ -60,7 +60,7 @@ impl Matcher {
         if let Some(run) = ClassRun::of(&translated) {
             return Ok(Matcher::ClassRun(Box::new(run)));
         }
-        let regex = fancy_regex::Regex::new(&translated).map_err(|err| {
+        let regex = fancy_regex_for_long_texts(&translated).map_err(|err| {
             Error::InvalidArgument(format!("{component}: regex {source:?} is not supported here ({err})"))
         })?;
         Ok(Matcher::Regex(Box::new(regex)))
@@ -185,6 +185,17 @@ mod tests {
             assert!(refused.contains("not supported"), "{regex}: {refused}");
         }
         assert!(Matcher::onig(r"\\h\s", "test").is_ok(), "an escaped backslash before h is a plain h");
+    }
+
+    #[test]
+    fn hf_a_lookahead_searches_a_long_text_without_a_match() {
+        // fancy-regex's default limit counted each of these start positions and failed past 10^6.
+        let mut found = Vec::new();
+        let split = Matcher::onig(r"(?=(\d{3})+(?!\d))", "pre_tokenizer Split").unwrap();
+        let text = format!("{} 1234567", "word ".repeat(400_000));
+        split.find(&text, &mut found).unwrap();
+        let end = text.len();
+        assert_eq!(found, [(end - 6, end - 6), (end - 3, end - 3)], "empty matches before 234 and 567");
     }
 
     #[test]

@@ -105,7 +105,7 @@ impl Pattern {
             "qwen2" => return Ok(Pattern::Qwen2),
             _ => {}
         }
-        let regex = fancy_regex::Regex::new(spec).map_err(|e| {
+        let regex = fancy_regex_for_long_texts(spec).map_err(|e| {
             Error::InvalidArgument(format!(
                 "pattern {spec:?} does not compile: {}; give a preset (\"gpt2\", \"cl100k\", \"o200k\", \"llama3\", \"qwen2\") or a valid regex",
                 compile_error_detail(&e)
@@ -244,6 +244,21 @@ impl Pattern {
         }
         Ok(())
     }
+}
+
+/// How many times a regex may backtrack in one search before it fails.
+/// fancy-regex counts a search's every start position as a backtrack, so its
+/// default (10^6) fails on a text of a million chars where nothing matches:
+/// `(?=(\d{3})+(?!\d))`, SuperBPE's split, on a megabyte without digits.
+/// Oniguruma, which `tokenizers` runs, limits each start position instead
+/// (10^7). 2^34 lets a text of gigabytes be searched and still stops a
+/// catastrophic regex (one that backtracks exponentially) with an error,
+/// after about a minute rather than never.
+const BACKTRACK_LIMIT: usize = 1 << 34;
+
+/// A regex from a pattern or a `tokenizer.json`, with `BACKTRACK_LIMIT`.
+pub fn fancy_regex_for_long_texts(source: &str) -> Result<fancy_regex::Regex, fancy_regex::Error> {
+    fancy_regex::RegexBuilder::new(source).backtrack_limit(BACKTRACK_LIMIT).build()
 }
 
 /// The most telling text of a compile error. fancy-regex hands parts of a
