@@ -6,6 +6,11 @@
 //! - before ASCII whitespace that follows a non-space char
 //!   (`pretokenize/cuts.rs`), never inside a special token.
 //!
+//! When each line is a document (`cutting_after_newlines`), right after a
+//! newline is a cut too, whatever the pattern: a custom regex has no
+//! whitespace cuts, and without this a file was one chunk, read whole and
+//! pre-tokenized on one thread.
+//!
 //! Special-token matches that start `max_len` bytes or more before the end of
 //! the buffer cannot change when more input arrives, so only those decide a cut.
 //! Where no cut exists (one huge piece), the reader reads on, doubling its
@@ -76,6 +81,8 @@ pub struct ChunkReader<'s, R> {
     path: PathBuf,
     specials: &'s SpecialSplitter,
     cut_before: &'static [u8],
+    /// Each line is a document: a cut right after a newline is safe.
+    after_newlines: bool,
     target: usize,
     buf: Vec<u8>,
     offset: u64,
@@ -98,12 +105,19 @@ impl<'s, R: Read> ChunkReader<'s, R> {
             path: path.to_path_buf(),
             specials,
             cut_before,
+            after_newlines: false,
             target: target.max(1),
             buf: Vec::new(),
             offset: 0,
             eof: false,
             long_input: false,
         }
+    }
+
+    /// Cut right after newlines too (each line is a document).
+    pub fn cutting_after_newlines(mut self, yes: bool) -> Self {
+        self.after_newlines = yes;
+        self
     }
 
     /// Report byte offsets (of invalid UTF-8, say) as if the input began at
@@ -126,7 +140,9 @@ impl<'s, R: Read> ChunkReader<'s, R> {
                 return self.finish(all).map(Some);
             }
             self.long_input = true;
-            if let Some(cut) = find_cut(&self.buf, self.specials, self.cut_before) {
+            let cut = find_cut(&self.buf, self.specials, self.cut_before);
+            let line_cut = if self.after_newlines { last_line_cut(&self.buf, self.specials) } else { None };
+            if let Some(cut) = cut.max(line_cut) {
                 let rest = self.buf.split_off(cut);
                 let chunk = std::mem::replace(&mut self.buf, rest);
                 return self.finish(chunk).map(Some);
@@ -174,6 +190,20 @@ impl<'s, R: Read> ChunkReader<'s, R> {
     }
 }
 
+/// The last cut right after a newline that no special token straddles, and
+/// after which `max_len` bytes are read (so that a token there is seen whole).
+fn last_line_cut(buf: &[u8], specials: &SpecialSplitter) -> Option<usize> {
+    let mut end = (buf.len() + 1).checked_sub(specials.max_len().max(1))?;
+    while let Some(newline) = memchr::memrchr(b'\n', &buf[..end]) {
+        let cut = newline + 1;
+        if !specials.straddles(buf, cut) {
+            return Some(cut);
+        }
+        end = newline;
+    }
+    None
+}
+
 /// The corpus size for progress reports, or 0 when unknown (a compressed
 /// input's text size is known only once read). Checking every path up front
 /// also names a missing file, a directory or an unsupported compression
@@ -216,6 +246,7 @@ pub struct CorpusChunks<'p, 's> {
     reader: Option<ChunkReader<'s, Box<dyn Read + Send>>>,
     specials: &'s SpecialSplitter,
     cut_before: &'static [u8],
+    after_newlines: bool,
     chunk_size: usize,
 }
 
@@ -226,7 +257,13 @@ impl<'p, 's> CorpusChunks<'p, 's> {
         cut_before: &'static [u8],
         chunk_size: usize,
     ) -> Self {
-        Self { sources, next_source: 0, reader: None, specials, cut_before, chunk_size }
+        Self { sources, next_source: 0, reader: None, specials, cut_before, after_newlines: false, chunk_size }
+    }
+
+    /// Cut right after newlines too (each line is a document).
+    pub fn cutting_after_newlines(mut self, yes: bool) -> Self {
+        self.after_newlines = yes;
+        self
     }
 
     /// Chunks adding up to about `max_bytes` (at least one), across files.
@@ -260,7 +297,7 @@ impl<'p, 's> CorpusChunks<'p, 's> {
             self.next_source += 1;
             let reader =
                 ChunkReader::new(source.open()?, &source.path, self.specials, self.cut_before, self.chunk_size);
-            self.reader = Some(reader.starting_at(source.start()));
+            self.reader = Some(reader.starting_at(source.start()).cutting_after_newlines(self.after_newlines));
         }
     }
 }
@@ -311,6 +348,36 @@ mod tests {
             let found: Vec<usize> = parts.iter().flat_map(|p| specials_in(p)).collect();
             assert_eq!(found, [0, 1, 0], "target {target}: {parts:?}");
         }
+    }
+
+    #[test]
+    fn cuts_after_newlines_when_lines_are_documents_never_inside_a_special_token() {
+        let tokens = ["<\n>".to_string(), "b\nc".to_string()];
+        let splitter = SpecialSplitter::new(&tokens).unwrap();
+        let text = "aa\nb\ncc<\n>d\n\nee\n";
+        let lines = |target| {
+            let reader = ChunkReader::new(text.as_bytes(), Path::new("t"), &splitter, b"", target);
+            let mut reader = reader.cutting_after_newlines(true);
+            let mut out = Vec::new();
+            while let Some(chunk) = reader.next_chunk().unwrap() {
+                out.push(chunk.text);
+            }
+            out
+        };
+        // After "b\nc" (a special token ends a document) and after newlines outside the specials.
+        assert_eq!(lines(1), ["aa\nb\nc", "c<\n>d\n", "\n", "ee\n"]);
+        for target in 1..text.len() + 2 {
+            let parts = lines(target);
+            assert_eq!(parts.concat(), text);
+            let cut_well = |part: &String| ["\n", "b\nc", "<\n>"].iter().any(|end| part.ends_with(end));
+            assert!(parts[..parts.len() - 1].iter().all(cut_well), "{parts:?}");
+            let found: usize = parts.iter().map(|part| splitter.find_all(part.as_bytes()).count()).sum();
+            assert_eq!(found, 2, "target {target}: {parts:?}");
+        }
+        // Without it, a pattern with no whitespace cuts reads a text with no special token whole.
+        let none = SpecialSplitter::new(&[]).unwrap();
+        let mut reader = ChunkReader::new(text.as_bytes(), Path::new("t"), &none, b"", 1);
+        assert_eq!(reader.next_chunk().unwrap().unwrap().text, text);
     }
 
     #[test]

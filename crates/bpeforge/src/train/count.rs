@@ -75,7 +75,8 @@ pub fn count_files(
     observer: &dyn Observer,
 ) -> Result<(PretokenCounts, u64, CountProfile), Error> {
     let total_bytes = total_size(sources)?;
-    let mut chunks = CorpusChunks::new(sources, how.specials, how.pattern.cut_before(), how.chunk_size);
+    let mut chunks = CorpusChunks::new(sources, how.specials, how.pattern.cut_before(), how.chunk_size)
+        .cutting_after_newlines(how.lines);
     let batch_bytes = how.chunk_size.saturating_mul(2 * pool.current_num_threads());
     let (mut counts, mut profile) = (PretokenCounts::default(), CountProfile::default());
     let tables = ShortTables::default();
