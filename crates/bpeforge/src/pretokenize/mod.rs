@@ -5,8 +5,9 @@
 //! refused); `specials` splits on special tokens first; `cuts` says where a
 //! text may be cut so each part scans alone; `charclass` (over the generated
 //! `unicode_tables`) gives the scanners their character classes;
-//! `gpt2_splitter` is GPT-2's scanner as an iterator; `superword` cuts
-//! SuperBPE's stage-2 regex without running it.
+//! `gpt2_splitter` is GPT-2's scanner as an iterator; `superword` and
+//! `superword_stage1` cut SuperBPE's stage-2 and stage-1 regexes without
+//! running them.
 
 pub(crate) mod charclass;
 pub(crate) mod cuts;
@@ -16,6 +17,7 @@ pub(crate) mod pattern_names;
 pub(crate) mod scan;
 pub(crate) mod specials;
 mod superword;
+mod superword_stage1;
 mod unicode_tables;
 
 /// The Unicode version of the scanners' character classes (that of tiktoken,

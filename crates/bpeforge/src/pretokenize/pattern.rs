@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::pretokenize::{scan, superword};
+use crate::pretokenize::{scan, superword, superword_stage1};
 
 /// GPT-2's pattern, as a regex (for tools that need the string).
 pub const GPT2: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -210,6 +210,9 @@ impl Pattern {
             // Its matches cover the text: nothing to count as unmatched.
             Pattern::Regex { spec, regex, .. } if spec == superword::SUPERWORD_PATTERN => {
                 return superword::for_each_batch(text, regex, visit);
+            }
+            Pattern::Regex { spec, regex, .. } if spec == superword_stage1::STAGE1_PATTERN => {
+                return superword_stage1::for_each_batch(text, regex, visit);
             }
             Pattern::Regex { spec, regex, unmatched } => {
                 let (mut covered, mut gaps) = (0, 0);

@@ -30,9 +30,7 @@ pub const SUPERWORD_PATTERN: &str = r"\p{N}+?(?=(?:\d{3})+(?!\d)|(?!\p{N}))|\P{N
 /// (for the runs of numbers that are not all ASCII digits).
 pub fn for_each_batch(text: &str, regex: &fancy_regex::Regex, mut visit: impl FnMut(&[usize])) -> Result<(), Error> {
     let bytes = text.as_bytes();
-    // SAFETY: an array of `MaybeUninit` needs no initialising.
-    let ends = unsafe { MaybeUninit::<[MaybeUninit<usize>; BATCH_PIECES]>::uninit().assume_init() };
-    let mut batch = Batch { ends, len: 0 };
+    let mut batch = Batch::new();
     let mut at = 0;
     while at < bytes.len() {
         let numbers = skip_non_numbers(bytes, at);
@@ -42,48 +40,74 @@ pub fn for_each_batch(text: &str, regex: &fancy_regex::Regex, mut visit: impl Fn
         if numbers == bytes.len() {
             break;
         }
-        let (run_end, all_ascii) = number_run(bytes, numbers);
-        if all_ascii {
-            let digits = run_end - numbers;
-            // The first piece takes what is left over by the threes (three if nothing is).
-            let mut end = numbers + (digits - 1) % 3 + 1;
-            while end <= run_end {
-                batch.push(end, &mut visit);
-                end += 3;
-            }
-        } else {
-            for found in regex.find_iter(&text[numbers..run_end]) {
-                let found = found.map_err(|e| {
-                    Error::InvalidArgument(format!("pattern {SUPERWORD_PATTERN:?} failed on the input: {e}"))
-                })?;
-                batch.push(numbers + found.end(), &mut visit);
-            }
-        }
-        at = run_end;
+        at = cut_numbers(text, numbers, regex, &mut batch, &mut visit)?;
     }
-    if batch.len > 0 {
-        visit(batch.filled());
-    }
+    batch.finish(&mut visit);
     Ok(())
+}
+
+/// Cut the run of numbers that starts at `numbers` as `NUMERAL_GROUPS`
+/// (`bpeforge.superbpe`'s, the first alternative of both SuperBPE patterns)
+/// does; returns where the run ends. `regex` is a pattern that starts with
+/// that alternative: on a run of numbers alone, it matches as it would alone.
+pub(super) fn cut_numbers(
+    text: &str,
+    numbers: usize,
+    regex: &fancy_regex::Regex,
+    batch: &mut Batch,
+    visit: &mut impl FnMut(&[usize]),
+) -> Result<usize, Error> {
+    let (run_end, all_ascii) = number_run(text.as_bytes(), numbers);
+    if all_ascii {
+        let digits = run_end - numbers;
+        // The first piece takes what is left over by the threes (three if nothing is).
+        let mut end = numbers + (digits - 1) % 3 + 1;
+        while end <= run_end {
+            batch.push(end, visit);
+            end += 3;
+        }
+    } else {
+        for found in regex.find_iter(&text[numbers..run_end]) {
+            let found = found.map_err(|e| {
+                Error::InvalidArgument(format!("pattern {:?} failed on the input: {e}", regex.as_str()))
+            })?;
+            batch.push(numbers + found.end(), visit);
+        }
+    }
+    Ok(run_end)
 }
 
 /// Piece ends, handed on `BATCH_PIECES` at a time. Not zeroed first: a text
 /// is often one line of one piece, and zeroing 4 KiB for it cost 3% of
 /// encoding Gutenberg's lines.
-struct Batch {
+pub(super) struct Batch {
     ends: [MaybeUninit<usize>; BATCH_PIECES],
     /// `ends[..len]` are written.
     len: usize,
 }
 
 impl Batch {
+    pub(super) fn new() -> Self {
+        // SAFETY: an array of `MaybeUninit` needs no initialising.
+        let ends = unsafe { MaybeUninit::<[MaybeUninit<usize>; BATCH_PIECES]>::uninit().assume_init() };
+        Batch { ends, len: 0 }
+    }
+
     #[inline]
-    fn push(&mut self, end: usize, visit: &mut impl FnMut(&[usize])) {
+    pub(super) fn push(&mut self, end: usize, visit: &mut impl FnMut(&[usize])) {
         self.ends[self.len].write(end);
         self.len += 1;
         if self.len == BATCH_PIECES {
             visit(self.filled());
             self.len = 0;
+        }
+    }
+
+    /// Hand the ends written to `visit`, if any (the last batch of a text).
+    #[inline]
+    pub(super) fn finish(&self, visit: &mut impl FnMut(&[usize])) {
+        if self.len > 0 {
+            visit(self.filled());
         }
     }
 
@@ -144,7 +168,7 @@ fn number_run(bytes: &[u8], mut at: usize) -> (usize, bool) {
 /// The length and code point of the char at `bytes[at]`, a lead byte of
 /// U+0080 or above in valid UTF-8 (`bytes` is a `str`'s).
 #[inline]
-fn char_at(bytes: &[u8], at: usize) -> (usize, u32) {
+pub(super) fn char_at(bytes: &[u8], at: usize) -> (usize, u32) {
     let lead = bytes[at] as u32;
     let tail = |i: usize| (bytes[at + i] & 0x3F) as u32;
     match lead {
