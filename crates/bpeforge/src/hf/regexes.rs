@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 use super::class_run::ClassRun;
 use super::deepseek_split::{self, is_deepseek_words};
 use crate::error::Error;
-use crate::pretokenize::pattern::{fancy_regex_for_long_texts, Pattern, PRESETS};
+use crate::pretokenize::pattern::{fancy_regex_for_long_texts, search_failed, Pattern, PRESETS};
 
 /// What a Split or Replace looks for.
 pub enum Matcher {
@@ -82,9 +82,7 @@ impl Matcher {
             Matcher::DeepSeekWords => deepseek_split::find(text, out),
             Matcher::Regex(regex) => {
                 for found in regex.find_iter(text) {
-                    let found = found.map_err(|err| {
-                        Error::InvalidArgument(format!("regex {:?} failed on a text: {err}", regex.as_str()))
-                    })?;
+                    let found = found.map_err(|err| search_failed(&format!("regex {:?}", regex.as_str()), &err))?;
                     out.push((found.start(), found.end()));
                 }
             }

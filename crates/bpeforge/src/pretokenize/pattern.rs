@@ -218,8 +218,7 @@ impl Pattern {
                 let (mut covered, mut gaps) = (0, 0);
                 let mut ends = Vec::with_capacity(scan::BATCH_PIECES);
                 for found in regex.find_iter(text) {
-                    let found = found
-                        .map_err(|e| Error::InvalidArgument(format!("pattern {spec:?} failed on the input: {e}")))?;
+                    let found = found.map_err(|e| search_failed(&format!("pattern {spec:?}"), &e))?;
                     if found.start() > covered {
                         ends.push(found.start());
                         gaps += found.start() - covered;
@@ -251,17 +250,25 @@ impl Pattern {
 
 /// How many times a regex may backtrack in one search before it fails.
 /// fancy-regex counts a search's every start position as a backtrack, so its
-/// default (10^6) fails on a text of a million chars where nothing matches:
+/// default (10^6) failed on a text of a million chars where nothing matches:
 /// `(?=(\d{3})+(?!\d))`, SuperBPE's split, on a megabyte without digits.
-/// Oniguruma, which `tokenizers` runs, limits each start position instead
-/// (10^7). 2^34 lets a text of gigabytes be searched and still stops a
-/// catastrophic regex (one that backtracks exponentially) with an error,
-/// after about a minute rather than never.
-const BACKTRACK_LIMIT: usize = 1 << 34;
+/// Oniguruma, which `tokenizers` runs, limits each start position instead.
+/// 2^25 searches a text of tens of megabytes that way, and still stops a
+/// regex that backtracks exponentially with an error within a second.
+const BACKTRACK_LIMIT: usize = 1 << 25;
 
 /// A regex from a pattern or a `tokenizer.json`, with `BACKTRACK_LIMIT`.
 pub fn fancy_regex_for_long_texts(source: &str) -> Result<fancy_regex::Regex, fancy_regex::Error> {
     fancy_regex::RegexBuilder::new(source).backtrack_limit(BACKTRACK_LIMIT).build()
+}
+
+/// The error of a search that failed (`BACKTRACK_LIMIT`), saying what to change.
+pub fn search_failed(what: &str, error: &fancy_regex::Error) -> Error {
+    Error::InvalidArgument(format!(
+        "{what} failed on a text ({error}): it backtracked over {BACKTRACK_LIMIT} times in one search, as a regex \
+         that backtracks exponentially does, or one that matches nowhere in tens of megabytes; simplify the \
+         regex or give shorter texts"
+    ))
 }
 
 /// The most telling text of a compile error. fancy-regex hands parts of a
