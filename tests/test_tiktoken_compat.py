@@ -369,3 +369,16 @@ def test_same_ids_as_tiktoken_on_every_code_point(pair):
     text = "".join(f"a{c}a {c}1'{c}s A{c}b\n" for c in every_assigned_code_point())
     assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
     assert bpeforge.build_info()["unicode_version"] == "16.0.0"
+
+
+def test_ranks_without_the_bytes_utf8_never_holds_encode_text_and_refuse_such_bytes():
+    """Ranks may lack 0xC0, 0xC1 and 0xF5-0xFF (no text holds them); raw bytes that hold one are refused
+    by name, as tiktoken fails on them, rather than given an id the ranks do not have."""
+    never = {0xC0, 0xC1, *range(0xF5, 0x100)}
+    ranks = {bytes([byte]): rank for rank, byte in enumerate(b for b in range(256) if b not in never)}
+    enc = bt.Encoding("utf8-bytes", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    assert enc.n_vocab == 243
+    assert enc.decode(enc.encode("héllo wörld")) == "héllo wörld"
+    assert enc._encode_bytes(b"ab\xc3") == [ranks[b"a"], ranks[b"b"], ranks[b"\xc3"]]
+    with pytest.raises(ValueError, match="0xFF, which has no token"):
+        enc._encode_bytes(b"ab\xff")

@@ -497,7 +497,15 @@ impl PyEncoder {
     /// `_encode_bytes` on bytes that are not UTF-8).
     fn encode_piece<'py>(&self, py: Python<'py>, piece: &[u8]) -> PyResult<Bound<'py, PyList>> {
         let mut ids = Vec::new();
-        py.detach(|| encode_piece(piece, self.inner.vocab(), &mut Scratch::default(), &mut ids));
+        let vocab = self.inner.vocab();
+        py.detach(|| encode_piece(piece, vocab, &mut Scratch::default(), &mut ids));
+        // Raw bytes (tiktoken's `_encode_bytes`) may hold a byte the vocabulary lacks, which UTF-8 never holds.
+        if let Some(at) = ids.iter().position(|&id| id as usize >= vocab.given_len()) {
+            let byte = piece.iter().find(|&&byte| vocab.id(&[byte]).is_none()).copied().unwrap_or_default();
+            return Err(PyValueError::new_err(format!(
+                "the bytes hold 0x{byte:02X}, which has no token in this vocabulary (token {at} of the piece)"
+            )));
+        }
         self.id_list(py, &ids)
     }
 

@@ -165,7 +165,7 @@ fn byte_table(ids: &TokenIndex) -> Result<[u32; 256], Error> {
     for (byte, slot) in table.iter_mut().enumerate() {
         *slot = ids.get([byte as u8].as_slice()).ok_or_else(|| {
             Error::InvalidArgument(format!(
-                "vocab has no token for the byte 0x{byte:02X}; a byte-level BPE vocabulary needs all 256 bytes"
+                "vocab has no token for the byte 0x{byte:02X}; a byte-level BPE vocabulary needs a token for each byte text can hold (all but 0xC0, 0xC1 and 0xF5-0xFF)"
             ))
         })?;
     }

@@ -53,8 +53,8 @@ impl Vocabulary {
         Ok(vocab)
     }
 
-    /// As `new`, with the merges given as ids (`IdMerge`, in rank order) by
-    /// `merges`, from the tokens by id and their index: for a tiktoken rank
+    /// As `new` (stand-ins too), with the merges given as ids (`IdMerge`, in
+    /// rank order) by `merges`, from the tokens by id and their index: for a tiktoken rank
     /// file, whose merges' parts are known by id or found in that index
     /// (`formats/rank_vocab.rs`), so that no second index is built. Fails,
     /// naming the merge, when an id is no token.
@@ -62,7 +62,9 @@ impl Vocabulary {
         entries: Vec<(u32, Vec<u8>)>,
         merges: impl FnOnce(&[Option<Box<[u8]>>], &TokenIndex) -> Result<Vec<IdMerge>, Error>,
     ) -> Result<Self, Error> {
-        let tokens = token_table(entries)?;
+        let mut tokens = token_table(entries)?;
+        let given_len = tokens.len();
+        stand_in_for_bytes_utf8_never_holds(&mut tokens);
         let ids = TokenIndex::new(&tokens);
         let merges = merges(&tokens, &ids)?;
         let bytes_of = |id: u32| tokens.get(id as usize).and_then(|token| token.as_deref());
@@ -78,7 +80,9 @@ impl Vocabulary {
             .collect::<Result<Vec<_>, _>>()?;
         let junction = junction_ranks(&as_bytes);
         let table = MergeTable::from_ids(&ids, &merges)?;
-        Ok(Self::assemble(tokens, ids, table, junction))
+        let mut vocab = Self::assemble(tokens, ids, table, junction);
+        vocab.given_len = given_len;
+        Ok(vocab)
     }
 
     fn assemble(tokens: Vec<Option<Box<[u8]>>>, ids: TokenIndex, table: MergeTable, junction: Box<[u32]>) -> Self {
