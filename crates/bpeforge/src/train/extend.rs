@@ -17,12 +17,13 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
+use super::part_cache::PartCache;
 use super::merge::{byte_symbols, learn_merges_from, MergeLimits, Start};
 use super::table::PretokenCounts;
 use super::{check_counted_specials, stats_of, CountsFile, TrainOptions, TrainStats};
 use crate::bpe::merges::{show, Merge};
 use crate::bpe::vocab::Vocabulary;
-use crate::bpe::{encode_piece, Scratch};
+use crate::bpe::Scratch;
 use crate::encode::Encoder;
 use crate::error::Error;
 use crate::progress::Observer;
@@ -131,7 +132,8 @@ pub fn extend_from_counts(
 
 /// The merge loop's starting point: each pre-token as the base encodes it.
 /// Symbols are the bytes, then one per token a base merge makes; every
-/// distinct pre-token is encoded once, in parallel.
+/// distinct pre-token is encoded once, in parallel, a long one a part at a
+/// time (`part_cache.rs`).
 pub(super) fn start_from_base(counts: &PretokenCounts, vocab: &Vocabulary, pool: &rayon::ThreadPool) -> Start {
     const NONE: u32 = u32::MAX;
     let mut symbols = byte_symbols();
@@ -152,16 +154,18 @@ pub(super) fn start_from_base(counts: &PretokenCounts, vocab: &Vocabulary, pool:
         pretokens
             .spans
             .par_chunks(ENCODE_TASK)
-            .map(|spans| {
-                let mut chunk = EncodedChunk::default();
-                let (mut scratch, mut ids) = (Scratch::default(), Vec::new());
-                for &(start, len, count) in spans {
-                    ids.clear();
-                    encode_piece(&pretokens.bytes[start..start + len as usize], vocab, &mut scratch, &mut ids);
-                    chunk.push(&ids, &symbol_of_id, count);
-                }
-                chunk
-            })
+            .map_init(
+                || (PartCache::default(), Scratch::default(), Vec::new()),
+                |(parts, scratch, ids), spans| {
+                    let mut chunk = EncodedChunk::default();
+                    for &(start, len, count) in spans {
+                        ids.clear();
+                        parts.encode(&pretokens.bytes[start..start + len as usize], vocab, scratch, ids);
+                        chunk.push(ids, &symbol_of_id, count);
+                    }
+                    chunk
+                },
+            )
             .collect()
     });
 

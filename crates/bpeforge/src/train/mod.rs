@@ -21,6 +21,7 @@ pub mod merge;
 pub mod modes;
 mod occurrences;
 mod pairs;
+mod part_cache;
 mod positions;
 pub mod profile;
 pub mod queue;
