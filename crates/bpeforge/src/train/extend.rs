@@ -17,8 +17,8 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
-use super::part_cache::PartCache;
 use super::merge::{byte_symbols, learn_merges_from, MergeLimits, Start};
+use super::part_cache::PartCache;
 use super::table::PretokenCounts;
 use super::{check_counted_specials, stats_of, CountsFile, TrainOptions, TrainStats};
 use crate::bpe::merges::{show, Merge};

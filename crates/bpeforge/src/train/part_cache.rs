@@ -98,9 +98,8 @@ mod tests {
     fn encodes_as_the_whole_piece_does() {
         let vocab = vocab();
         let mut rng = Rng(0x1234_5678_9abc_def1);
-        let pieces: Vec<Vec<u8>> = (0..3000)
-            .map(|_| (0..rng.below(120)).map(|_| b"ab c\n"[rng.below(5)]).collect())
-            .collect();
+        let pieces: Vec<Vec<u8>> =
+            (0..3000).map(|_| (0..rng.below(120)).map(|_| b"ab c\n"[rng.below(5)]).collect()).collect();
         let (mut cache, mut scratch) = (PartCache::default(), Scratch::default());
         for piece in &pieces {
             let (mut whole, mut parts) = (Vec::new(), Vec::new());
