@@ -221,9 +221,13 @@ class Tokenizer(core_tables.CoreTables):
         ValueError. `allowed_special=set(), disallowed_special="all"` is
         tiktoken's default (see `bpeforge.tiktoken`).
         """
-        text = check_str(text)
         if allowed_special == "all" and not disallowed_special:
-            return self._core.encode(text)
+            try:  # no check before the call: a sentence's whole encoding is a microsecond
+                return self._core.encode(text)
+            except TypeError:
+                check_str(text)  # the error that says what to pass
+                raise
+        text = check_str(text)
         allowed, disallowed = self._special_policy.resolve(allowed_special, disallowed_special)
         self._special_policy.check(self._core, text, disallowed)
         return self._core.encode_allowing(text, allowed)

@@ -23,3 +23,19 @@ pub fn run_detached<T: Send>(
         Err(panic) => Err(panic_to_py_err(panic)),
     }
 }
+
+/// Texts shorter than this are encoded with the GIL held: a few
+/// microseconds at most, where releasing and taking back the GIL (a mutex and
+/// a condition variable each way) cost a sixth of encoding one sentence.
+/// Longer ones release it, so that other Python threads run meanwhile.
+pub const HOLD_GIL_BELOW_BYTES: usize = 1024;
+
+/// `work` on a text of `bytes` bytes: with the GIL released unless the text
+/// is short (`HOLD_GIL_BELOW_BYTES`).
+pub fn detached_unless_short<T: Send>(py: Python<'_>, bytes: usize, work: impl FnOnce() -> T + Send) -> T {
+    if bytes < HOLD_GIL_BELOW_BYTES {
+        work()
+    } else {
+        py.detach(work)
+    }
+}

@@ -17,11 +17,12 @@ use bpeforge::{BatchText, EncodeState};
 use bpeforge::{Encoder, Pattern, Vocabulary};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
 
-use crate::detached::run_detached;
+use crate::detached::{detached_unless_short, run_detached};
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
+use crate::id_list::IdInts;
 use crate::jsonl::{offsets_bytearray, PyJsonlBlocks};
 use crate::observer::PyObserver;
 use crate::pools::{detached_on, pool_for};
@@ -35,7 +36,7 @@ pub struct PyEncoder {
     /// One Python int per id, made once: a list of ids is then built by
     /// reference-count increments instead of one int allocation per id,
     /// which cost as much as the encoding itself on large texts.
-    ints: Vec<Py<PyInt>>,
+    ints: IdInts,
     /// The long non-ASCII `str`s the last encode call saw, to tell new
     /// ones (transcoded) from ones seen again (CPython's UTF-8; `text.rs`).
     last_transcoded: LastTranscoded,
@@ -52,9 +53,7 @@ impl PyEncoder {
             // Here, when the tokenizer is built, so that no call waits for it.
             inner.seed_tables();
         });
-        let ints = (0..inner.vocab().len() as u32)
-            .map(|id| id.into_pyobject(py).map(Bound::unbind))
-            .collect::<Result<_, _>>()?;
+        let ints = IdInts::new(py, inner.vocab().len())?;
         Ok(Self { inner: Arc::new(inner), ints, last_transcoded: LastTranscoded::default() })
     }
 
@@ -145,25 +144,8 @@ impl PyEncoder {
         run_detached(py, observer, || encode_files(&self.inner, &sources, chunk_size, &pool, observer, pack, sink))
     }
 
-    /// The ids as a list of Python ints. Made with the GIL held, so it is
-    /// filled a part at a time with Ctrl-C checked between parts: the list of
-    /// 108 MB of text took 0.7 s, and a Ctrl-C during it waited for all of it.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        // SAFETY: PyList_New returns a new list of `ids.len()` empty (NULL)
-        // slots, or NULL with an exception set (`from_owned_ptr_or_err`).
-        let list = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(ids.len() as isize))? };
-        for (part, chunk) in ids.chunks(LIST_CHECK_IDS).enumerate() {
-            for (offset, &id) in chunk.iter().enumerate() {
-                let item = self.ints[id as usize].clone_ref(py).into_ptr();
-                // SAFETY: the index is in range and its slot still empty; the
-                // call steals the new reference `item`. A list left part-filled
-                // by a Ctrl-C below is freed whole (empty slots are skipped).
-                unsafe { pyo3::ffi::PyList_SetItem(list.as_ptr(), (part * LIST_CHECK_IDS + offset) as isize, item) };
-            }
-            py.check_signals()?;
-        }
-        // SAFETY: made by PyList_New above.
-        Ok(unsafe { list.cast_into_unchecked::<PyList>() })
+        self.ints.list(py, ids)
     }
 
     /// The ids of `text`, encoded without the GIL a stretch of about
@@ -196,11 +178,13 @@ impl PyEncoder {
             if rest.is_empty() && complete {
                 return Ok(ids);
             }
-            let Some(stretch) = py.detach(|| self.next_stretch(rest, allowed, complete)) else {
+            let next = || self.next_stretch(rest, allowed, complete);
+            let Some(stretch) = detached_unless_short(py, rest.len(), next) else {
                 source.read_more()?;
                 continue;
             };
-            py.detach(|| self.inner.encode_allowing(stretch, allowed, state, &mut ids)).map_err(to_py_err)?;
+            detached_unless_short(py, stretch.len(), || self.inner.encode_allowing(stretch, allowed, state, &mut ids))
+                .map_err(to_py_err)?;
             py.check_signals()?;
             let taken = stretch.len();
             source.take(taken);
@@ -233,10 +217,6 @@ impl PyEncoder {
 /// How much text `encode` handles between two checks for Ctrl-C: a few
 /// milliseconds of work, so that a check costs nothing measurable.
 const INTERRUPT_CHECK_BYTES: usize = 1 << 20;
-
-/// How many ids of a list are made between two checks for Ctrl-C (tens of
-/// milliseconds of work).
-const LIST_CHECK_IDS: usize = 4 << 20;
 
 /// How many bytes of texts `encode_batch` hands to the workers between two
 /// checks for Ctrl-C (each group is encoded in parallel). Groups of 1 MiB

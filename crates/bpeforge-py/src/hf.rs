@@ -5,24 +5,37 @@
 
 use bpeforge::HfTokenizer;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 
+use crate::detached::detached_unless_short;
 use crate::encoder::{groups_by_weight, BATCH_CHECK_BYTES};
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
+use crate::id_list::IdInts;
 use crate::pools::{detached_on, pool_for};
-use crate::text::{LastTranscoded, WorkerErrors, WorkerUtf8};
+use crate::text::{utf8, utf8_for_call, LastTranscoded, WorkerErrors, WorkerUtf8, TRANSCODE_MIN_CHARS};
 use crate::text_list::{kept_list, list_worker_utf8};
 
 #[pyclass(frozen, module = "bpeforge._core", name = "HfPipeline")]
 pub struct PyHfPipeline {
     inner: HfTokenizer,
     last_transcoded: LastTranscoded,
+    ints: IdInts,
 }
 
 impl PyHfPipeline {
-    fn encode_detached(&self, py: Python<'_>, text: &str, add_special_tokens: bool) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode(text, add_special_tokens)).map_err(to_py_err)
+    /// The ids of `text`. A short `str`'s UTF-8 is borrowed from CPython
+    /// (an ASCII `str` is its own; taken as `&str`, it was copied on every
+    /// call under the stable ABI); a long one's is as `utf8_for_call` gives it.
+    fn encode_detached(&self, text: &Bound<'_, PyString>, add_special_tokens: bool) -> PyResult<Vec<u32>> {
+        let py = text.py();
+        let encode = |utf8: &str| detached_unless_short(py, utf8.len(), || self.inner.encode(utf8, add_special_tokens));
+        let ids = if text.len()? < TRANSCODE_MIN_CHARS {
+            encode(utf8(text)?)
+        } else {
+            encode(utf8_for_call(std::slice::from_ref(text), &self.last_transcoded)?.to_vec()[0])
+        };
+        ids.map_err(to_py_err)
     }
 
     /// All the texts' ids in one array and where each text's end, as the
@@ -62,30 +75,35 @@ impl PyHfPipeline {
     #[new]
     fn new(py: Python<'_>, json: &str) -> PyResult<Self> {
         let inner = py.detach(|| HfTokenizer::from_json(json)).map_err(to_py_err)?;
-        Ok(Self { inner, last_transcoded: LastTranscoded::default() })
+        let ints = IdInts::new(py, inner.id_count())?;
+        Ok(Self { inner, last_transcoded: LastTranscoded::default(), ints })
     }
 
     #[pyo3(signature = (text, add_special_tokens=true))]
-    fn encode(&self, py: Python<'_>, text: &str, add_special_tokens: bool) -> PyResult<Vec<u32>> {
-        self.encode_detached(py, text, add_special_tokens)
+    fn encode<'py>(&self, text: Bound<'py, PyString>, add_special_tokens: bool) -> PyResult<Bound<'py, PyList>> {
+        self.ints.list(text.py(), &self.encode_detached(&text, add_special_tokens)?)
     }
 
     #[pyo3(signature = (text, add_special_tokens=true))]
-    fn encode_to_array(&self, py: Python<'_>, text: &str, add_special_tokens: bool) -> PyResult<IdArray> {
-        Ok(IdArray::new(self.encode_detached(py, text, add_special_tokens)?))
+    fn encode_to_array(&self, text: Bound<'_, PyString>, add_special_tokens: bool) -> PyResult<IdArray> {
+        Ok(IdArray::new(self.encode_detached(&text, add_special_tokens)?))
     }
 
     #[pyo3(signature = (texts, num_threads=None, add_special_tokens=true))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         texts: &Bound<'_, PyAny>,
         num_threads: Option<usize>,
         add_special_tokens: bool,
-    ) -> PyResult<Vec<Vec<u32>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let (all, ends) = self.encode_all(py, texts, num_threads, add_special_tokens)?;
         let starts = std::iter::once(0).chain(ends.iter().copied());
-        Ok(starts.zip(ends.iter().copied()).map(|(start, end)| all[start..end].to_vec()).collect())
+        let lists: Vec<_> = starts
+            .zip(ends.iter().copied())
+            .map(|(start, end)| self.ints.list(py, &all[start..end]))
+            .collect::<PyResult<_>>()?;
+        PyList::new(py, lists)
     }
 
     /// All ids in one array and the int64 offsets of each text's ids (a little-endian bytearray).

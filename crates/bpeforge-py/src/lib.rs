@@ -10,6 +10,7 @@ mod encoder;
 mod errors;
 mod hf;
 mod id_array;
+mod id_list;
 mod jsonl;
 mod observer;
 mod pools;

@@ -13,7 +13,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::text::{utf8, LastTranscoded, Transcoder};
+use crate::text::{utf8, LastTranscoded, Transcoder, TRANSCODE_MIN_CHARS};
 
 /// Characters transcoded ahead of the encoder at a time (more when the text
 /// has no place to cut in them: a megabyte-long run of one letter).
@@ -37,7 +37,8 @@ impl<'a, 'py> Utf8Stream<'a, 'py> {
     /// a `str` the previous call saw is asked of CPython).
     pub fn new(text: &'a Bound<'py, PyString>, last: &LastTranscoded) -> PyResult<Self> {
         let length = text.len()?;
-        let transcode = last.choose(std::slice::from_ref(text), &[length])?[0];
+        // A short `str` is always borrowed: asking `last` (a lock, two allocations) was a tenth of a sentence's call.
+        let transcode = length >= TRANSCODE_MIN_CHARS && last.choose(std::slice::from_ref(text), &[length])?[0];
         let borrowed = if transcode { None } else { Some(utf8(text)?) };
         let transcoder = Transcoder::for_chars(if transcode { STREAM_CHARS.min(length) * 2 } else { 0 });
         let mut stream = Self { text, borrowed, transcoder, read_chars: 0, length, taken: 0 };

@@ -328,11 +328,14 @@ impl Encoder {
 /// An empty buffer for the ids of `text_bytes` bytes of text: room for one
 /// id per two bytes (English needs one per 3.7; a buffer grown mid-call was
 /// copied and its new pages faulted in, a fifth of warm encoding in `perf`),
-/// one given back by an earlier call's owner if one has the room
-/// (`util/recycled.rs`), else new, on huge pages when large (`util/huge_pages.rs`).
-/// Capacity never written costs no memory.
+/// and at least the room the first batch of pieces reserves (on a sentence,
+/// growing to it was a tenth of the call), one given back by an earlier
+/// call's owner if one has the room (`util/recycled.rs`), else new, on huge
+/// pages when large (`util/huge_pages.rs`). Capacity never written costs no
+/// memory.
 pub fn ids_buffer(text_bytes: usize) -> Vec<u32> {
-    let capacity = text_bytes / 2 + 16;
+    let first_batch = pieces::hits_room(text_bytes.min(crate::pretokenize::scan::BATCH_PIECES));
+    let capacity = (text_bytes / 2 + 16).max(first_batch);
     crate::util::recycled::take(capacity).unwrap_or_else(|| crate::util::huge_pages::vec_with_capacity(capacity))
 }
 

@@ -24,6 +24,11 @@ use crate::util::prefetch::L1;
 /// faster, on Gutenberg 2% (`examples/encode_file`).
 const OVERFLOW_ROOM: usize = 256;
 
+/// The room `encode_hits` reserves in the output for `pieces` pieces.
+pub(super) const fn hits_room(pieces: usize) -> usize {
+    pieces * INLINE_IDS + 1 + OVERFLOW_ROOM
+}
+
 impl Encoder {
     /// The documents of `text` and the special tokens between them: each
     /// document's end found as it is scanned (`document_end.rs`) where the
@@ -135,7 +140,7 @@ impl Encoder {
         let table = state.table.probe();
         batch.refresh_buckets(table, from, pieces);
         // Each hit copies a whole entry: `INLINE_IDS` ids and its length.
-        out.reserve((pieces - from) * INLINE_IDS + 1 + OVERFLOW_ROOM);
+        out.reserve(hits_room(pieces - from));
         let room = out.spare_capacity_mut().as_mut_ptr();
         let (mut i, mut written, mut overflow_room) = (from, 0, OVERFLOW_ROOM);
         while i < pieces {

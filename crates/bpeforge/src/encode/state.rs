@@ -201,9 +201,14 @@ pub(super) const NEW_ENTRIES_MAX: usize = 16 << 10;
 /// a batch started on several threads, or a streaming state made
 /// (`Encoder::lookup_only_state`). Then each state adds its table once
 /// (`EncodeState::publish_table`) and its merges from then on.
+///
+/// States are boxed: an `EncodeState` is 2.5 KB (the merge scratch's inline
+/// buffers), and taking one out of the pool and back copied it four times, a
+/// tenth of a call on one sentence.
 #[derive(Default)]
 pub struct StatePool {
-    kept: Mutex<Vec<EncodeState>>,
+    #[allow(clippy::vec_box)] // Boxed so that lending one moves a pointer (see above).
+    kept: Mutex<Vec<Box<EncodeState>>>,
     /// States lent now.
     lent: AtomicUsize,
     crowded: AtomicBool,
@@ -219,7 +224,8 @@ const KEPT_STATES_MAX: usize = 64;
 const KEPT_SCRATCH_MAX: usize = 16 << 20;
 
 impl StatePool {
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<EncodeState>> {
+    #[allow(clippy::vec_box)]
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Box<EncodeState>>> {
         self.kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -229,7 +235,7 @@ impl StatePool {
         if self.lent.fetch_add(1, Ordering::AcqRel) > 0 {
             self.crowd();
         }
-        let mut state = self.lock().pop().unwrap_or_else(new);
+        let mut state = self.lock().pop().unwrap_or_else(|| Box::new(new()));
         state.pooled = true;
         PooledState { state: Some(state), pool: self, keep }
     }
@@ -260,7 +266,7 @@ impl std::fmt::Debug for StatePool {
 
 /// An `EncodeState` lent by a `StatePool`, returned on drop (if kept).
 pub struct PooledState<'p> {
-    state: Option<EncodeState>,
+    state: Option<Box<EncodeState>>,
     pool: &'p StatePool,
     keep: bool,
 }

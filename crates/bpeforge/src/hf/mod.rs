@@ -145,7 +145,7 @@ impl HfTokenizer {
 
     /// The ids of `text`; with `add_special_tokens`, the post-processor's around them.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, Error> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 4);
+        let mut out = crate::encode::ids_buffer(text.len());
         let mut state = self.encoder.pooled_state();
         self.encode_into(text, add_special_tokens, &mut Workspace::default(), &mut state, &mut out)?;
         Ok(out)
