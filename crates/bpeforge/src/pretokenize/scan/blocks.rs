@@ -38,6 +38,7 @@ use super::classify::Neon;
 #[cfg(target_arch = "x86_64")]
 use super::classify::{Avx2, Avx512};
 use super::classify::{Baseline, Classify, Level, Masks, BLOCK};
+use super::letters_of_three::pass_letters;
 use super::Scanner;
 use std::mem::MaybeUninit;
 
@@ -216,8 +217,9 @@ impl PieceEnds {
     /// as they take the end of the text (`Scanner::ends_as_if_spaces_followed`);
     /// the char-by-char scanner then finds where the last piece ends (the
     /// window may have stopped trusting its rules before it). A window
-    /// that meets non-ASCII leaves the whole tail to the char-by-char
-    /// scanner.
+    /// stopped by a char it cannot pass gives the pieces before that char;
+    /// the char-by-char scanner takes those after it, until a window of
+    /// what is left of the tail may be tried again (`scalar_turn`).
     ///
     /// Why: a text of a line (50 bytes of English) had no window at all,
     /// and the char-by-char scanner took a third of encoding a batch of
@@ -230,13 +232,16 @@ impl PieceEnds {
         let (start, tail) = (self.start, &bytes[self.start..]);
         // SAFETY: the caller vouches for `C`; the tail is shorter than a window.
         let masks = unsafe { C::classify_padded(tail) };
-        let (starts, stopped_at) = starts_of::<S>(bytes, start, &masks, b' ');
-        self.scalar_until = bytes.len();
-        if stopped_at == start {
-            let starts = starts & below(tail.len());
-            self.push_starts(start, starts & !1);
-            self.start = start + (63 - starts.leading_zeros() as usize);
-        }
+        // SAFETY: as above.
+        let leads = || unsafe { C::letter_leads_padded(tail) };
+        let (starts, stopped_at) = starts_of::<S>(bytes, start, &masks, b' ', leads);
+        // Stopped, the window still gives the pieces before the char that
+        // stopped it (`starts_of` keeps the starts it trusts), as a whole
+        // window does; the char-by-char scanner takes over from its last.
+        self.scalar_until = if stopped_at == start { bytes.len() } else { stopped_at };
+        let starts = starts & below(tail.len());
+        self.push_starts(start, starts & !1);
+        self.start = start + (63 - starts.leading_zeros() as usize);
     }
 
     /// Whether the next piece is to come from a window.
@@ -245,8 +250,8 @@ impl PieceEnds {
         S::HAS_BLOCK_RULES && self.start >= self.scalar_until && self.start + WINDOW <= bytes.len()
     }
 
-    /// The char-by-char scanner's pieces, one at least, until a window
-    /// fits or the batch is full.
+    /// The char-by-char scanner's pieces, one at least, until a window or
+    /// a tail's window fits or the batch is full.
     ///
     /// Out of line, and compiled for the x86-64 baseline whatever the
     /// level, so that the window loop is small: inlined, the char-by-char
@@ -263,7 +268,11 @@ impl PieceEnds {
             self.ends[self.len].write(end);
             self.len += 1;
             self.start = end;
-            if end >= bytes.len() || self.len >= BATCH_PIECES || self.window_fits::<S>(bytes) {
+            if end >= bytes.len()
+                || self.len >= BATCH_PIECES
+                || self.window_fits::<S>(bytes)
+                || self.tail_fits::<S>(bytes)
+            {
                 break;
             }
         }
@@ -323,25 +332,45 @@ unsafe fn window_starts<S: Scanner, C: Classify>(bytes: &[u8], start: usize) -> 
     let block: &[u8; BLOCK] = bytes[start..start + BLOCK].try_into().expect("a whole block");
     // SAFETY: the caller vouches for `C`.
     let masks = unsafe { C::classify(block) };
-    starts_of::<S>(bytes, start, &masks, bytes[start + BLOCK])
+    // SAFETY: as above.
+    starts_of::<S>(bytes, start, &masks, bytes[start + BLOCK], || unsafe { C::letter_leads(block) })
 }
 
 /// `window_starts` of the block at `start` with `masks` and look-ahead byte
-/// `ahead` (which a tail's window has from its padding, past `bytes`).
+/// `ahead` (which a tail's window has from its padding, past `bytes`);
+/// `letter_leads` gives the block's `Classify::letter_leads`, asked for
+/// only where letters may be passed.
 #[inline(always)]
-fn starts_of<S: Scanner>(bytes: &[u8], start: usize, masks: &Masks, ahead: u8) -> (u64, usize) {
+fn starts_of<S: Scanner>(
+    bytes: &[u8],
+    start: usize,
+    masks: &Masks,
+    ahead: u8,
+    letter_leads: impl FnOnce() -> u64,
+) -> (u64, usize) {
+    let mut passed = *masks;
     let (stopping, ahead_passed) = if S::BLOCKS_PASS_PUNCTUATION && masks.non_ascii != 0 {
         stopping_non_ascii(bytes, start, masks.non_ascii)
+    } else if S::BLOCKS_PASS_LETTERS && masks.non_ascii != 0 {
+        (pass_letters(bytes, start, &mut passed, letter_leads()), false)
     } else {
         (masks.non_ascii, false)
     };
+    let masks = &passed;
     // Bits below `trusted` have all of bytes `i - 1..=i + 1` in ASCII or in
     // passed punctuation.
+    // Where a window passes letters, a char of three bytes that the block's
+    // end cuts (or whose next char it cuts) is the next window's to pass, so
+    // the char-by-char scanner is not sent there: in Japanese text two
+    // windows in three end inside a char.
+    let cut_by_end = |at: usize| {
+        S::BLOCKS_PASS_LETTERS && at + 3 >= BLOCK && bytes.get(start + at).is_some_and(|&b| b & 0xF0 == 0xE0)
+    };
     let (trusted, stopped_at) = if stopping != 0 {
         let first = stopping.trailing_zeros() as usize;
-        (first.saturating_sub(1), start + first + 1)
+        (first.saturating_sub(1), if cut_by_end(first) { start } else { start + first + 1 })
     } else if ahead >= 0x80 && !ahead_passed {
-        (BLOCK - 1, start + WINDOW)
+        (BLOCK - 1, if cut_by_end(BLOCK) { start } else { start + WINDOW })
     } else {
         (BLOCK, start)
     };

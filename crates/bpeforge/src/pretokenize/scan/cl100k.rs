@@ -52,6 +52,7 @@ impl Scanner for Cl100k {
     }
 
     const HAS_BLOCK_RULES: bool = true;
+    const BLOCKS_PASS_LETTERS: bool = true;
 
     /// `\s++$` takes a whitespace run to the end whole, where followed by a
     /// space it would end at its last CR/LF: only a text that ends in
@@ -77,6 +78,7 @@ impl Scanner for Llama3 {
     }
 
     const HAS_BLOCK_RULES: bool = true;
+    const BLOCKS_PASS_LETTERS: bool = true;
 
     #[inline(always)]
     fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
@@ -91,6 +93,7 @@ impl Scanner for Qwen2 {
     }
 
     const HAS_BLOCK_RULES: bool = true;
+    const BLOCKS_PASS_LETTERS: bool = true;
 
     #[inline(always)]
     fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {

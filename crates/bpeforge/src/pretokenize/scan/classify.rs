@@ -67,6 +67,27 @@ pub(crate) trait Classify {
         // SAFETY: the caller vouches for the instructions.
         unsafe { Self::classify(&block) }
     }
+
+    /// The leads of the letters of three bytes of `block` that
+    /// `letters_of_three::leads_from` tells by their bytes, for the windows
+    /// that pass letters; 0 (none: the windows then pass them a char at a
+    /// time) but where an implementation finds them with a compare a class.
+    ///
+    /// # Safety
+    /// As for `classify`.
+    #[inline(always)]
+    unsafe fn letter_leads(_block: &[u8; BLOCK]) -> u64 {
+        0
+    }
+
+    /// `letter_leads` of `tail` (at most `BLOCK` bytes) followed by spaces.
+    ///
+    /// # Safety
+    /// As for `classify`.
+    #[inline(always)]
+    unsafe fn letter_leads_padded(_tail: &[u8]) -> u64 {
+        0
+    }
 }
 
 /// The levels a CPU may have (`util::simd_level`): which one runs is
@@ -310,6 +331,7 @@ mod x86 {
 
         use super::super::{Classify, Masks, BLOCK};
         use super::opaque;
+        use crate::pretokenize::scan::letters_of_three::{leads_from, LeadBytes};
 
         /// The whole block in one vector: AVX-512BW compares unsigned bytes
         /// and writes each compare's 64 bits to a mask register, so a class in
@@ -353,6 +375,40 @@ mod x86 {
                 // SAFETY: the masked load reads only the lanes set in `lanes`,
                 // the tail's bytes; the caller vouches for AVX-512F and AVX-512BW.
                 unsafe { masks_of(_mm512_mask_loadu_epi8(splat(b' '), lanes, tail.as_ptr().cast())) }
+            }
+
+            #[inline(always)]
+            unsafe fn letter_leads(block: &[u8; BLOCK]) -> u64 {
+                // SAFETY: as for `classify`.
+                unsafe { letter_leads_of(_mm512_loadu_si512(block.as_ptr().cast())) }
+            }
+
+            #[inline(always)]
+            unsafe fn letter_leads_padded(tail: &[u8]) -> u64 {
+                let lanes = if tail.len() >= BLOCK { u64::MAX } else { (1u64 << tail.len()) - 1 };
+                // SAFETY: as for `classify_padded`.
+                unsafe { letter_leads_of(_mm512_mask_loadu_epi8(splat(b' '), lanes, tail.as_ptr().cast())) }
+            }
+        }
+
+        /// `letters_of_three::leads_from` of the block `x` holds.
+        #[inline(always)]
+        unsafe fn letter_leads_of(x: __m512i) -> u64 {
+            // SAFETY: the caller vouches for AVX-512F and AVX-512BW.
+            unsafe {
+                leads_from(&LeadBytes {
+                    e3: equal(x, 0xE3),
+                    e4: equal(x, 0xE4),
+                    e5_e9: in_range(x, 0xE5, 5),
+                    x80: equal(x, 0x80),
+                    x81: equal(x, 0x81),
+                    x82: equal(x, 0x82),
+                    x83: equal(x, 0x83),
+                    x97_9c: in_range(x, 0x97, 6),
+                    xa0: equal(x, 0xA0),
+                    xbb: equal(x, 0xBB),
+                    xb8_bf: in_range(x, 0xB8, 8),
+                })
             }
         }
 

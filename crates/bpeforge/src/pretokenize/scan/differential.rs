@@ -121,3 +121,33 @@ fn strings_longer_than_a_window() {
         }
     });
 }
+
+/// Japanese and Chinese text, whose letters of three bytes and punctuation
+/// the cl100k family's windows pass (`letters_of_three.rs`): strings of
+/// kana, ideographs, their punctuation, the letters and chars of other
+/// lengths that stop a window, ASCII of every class and the contractions'
+/// letters, each repeated past two windows and after ASCII prefixes of each
+/// length up to one, so that chars fall on every place of a window and
+/// across its end.
+#[test]
+fn japanese_text_across_windows() {
+    let pairs = pairs();
+    let alphabet = [
+        "日", "あ", "ア", "ー", "、", "。", "「", "・", "゛", "\u{3099}", "\u{3000}", "한", "é", "１", "a", " ", "1",
+        "'", "s", "!", "\n",
+    ];
+    let sentence = "新しい ``ContextVar`` オブジェクトを作成します。*name* 引数は「内部」走査とデバッグの目的で、\
+                    使われます。's 'S'll\tカタカナ・ひらがな 한국어 é１２３ 。、a、 、b .、c";
+    at_every_level(|| {
+        all_strings(&alphabet, 3, |text| {
+            let repeated = text.repeat(200 / text.len().max(1));
+            assert_same(&pairs, &repeated);
+        });
+        for len in 0..=70 {
+            let prefix: String = "ab 1'x\n".chars().cycle().take(len).collect();
+            assert_same(&pairs, &format!("{prefix}{sentence}"));
+            let kana: String = "あいうえおカキクケコ日本語".chars().cycle().take(len).collect();
+            assert_same(&pairs, &format!("{kana}{sentence}{kana}"));
+        }
+    });
+}

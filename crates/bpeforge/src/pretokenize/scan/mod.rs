@@ -28,6 +28,7 @@ mod blocks;
 pub(crate) mod cl100k;
 mod classify;
 pub(crate) mod gpt2;
+mod letters_of_three;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 pub(crate) mod o200k;
@@ -55,6 +56,14 @@ pub(crate) trait Scanner {
     /// letter, number or CR/LF prefix a letter run, which byte rules cannot
     /// apply to a multi-byte char.
     const BLOCKS_PASS_PUNCTUATION: bool = false;
+
+    /// Whether a window passes chars of three bytes that are letters (CJK,
+    /// kana, Hangul, ...) as three ASCII letters (`letters_of_three.rs`).
+    /// Exact where the pattern asks of a letter only that it is `\p{L}`,
+    /// but in contractions of ASCII letters: the cl100k family. Not o200k,
+    /// which tells letters apart by case, nor GPT-2 (which passes
+    /// punctuation instead).
+    const BLOCKS_PASS_LETTERS: bool = false;
 
     /// The piece starts among the 64 bytes at `start` (a piece start), bit
     /// `i` for byte `start + i`, from their `masks` and the byte after them,
