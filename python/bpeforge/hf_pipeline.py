@@ -197,6 +197,9 @@ def _restore(cls: type[Tokenizer], text: str, cache_size: int) -> Tokenizer:
     core = _core.HfPipeline(text)
     tokenizer = _pipeline_class(cls).__new__(_pipeline_class(cls))
     tokenizer._core = core
+    # The core's method itself, not `PipelineMethods.encode` around it: on one sentence the Python method was
+    # a tenth of the call (`benchmarks/bench_call.py`). Same arguments, same errors.
+    tokenizer.encode = core.encode
     tokenizer._special_tokens = [content for content, _, _ in core.added_tokens()]
     tokenizer._cache_size = cache_size
     tokenizer._hf_json = text

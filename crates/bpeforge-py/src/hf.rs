@@ -4,6 +4,7 @@
 //! every method that encodes releases the GIL.
 
 use bpeforge::HfTokenizer;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 
@@ -80,8 +81,13 @@ impl PyHfPipeline {
     }
 
     #[pyo3(signature = (text, add_special_tokens=true))]
-    fn encode<'py>(&self, text: Bound<'py, PyString>, add_special_tokens: bool) -> PyResult<Bound<'py, PyList>> {
-        self.ints.list(text.py(), &self.encode_detached(&text, add_special_tokens)?)
+    fn encode<'py>(&self, text: &Bound<'py, PyAny>, add_special_tokens: bool) -> PyResult<Bound<'py, PyList>> {
+        // The Tokenizer's own `encode` (see `hf_pipeline._restore`), so the error says what to pass.
+        let text = text.cast::<PyString>().map_err(|_| {
+            let got = text.get_type().name().map_or_else(|_| "?".to_string(), |name| name.to_string());
+            PyTypeError::new_err(format!("expected str, got {got}; decode bytes to str first"))
+        })?;
+        self.ints.list(text.py(), &self.encode_detached(text, add_special_tokens)?)
     }
 
     #[pyo3(signature = (text, add_special_tokens=true))]
