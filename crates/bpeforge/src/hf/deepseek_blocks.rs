@@ -20,9 +20,10 @@
 //! char-by-char step on generated text below, which is checked against the
 //! three Splits run one after the other in `deepseek_v3.rs`).
 
-use super::deepseek_v3;
+use super::class_run::ClassBits;
+use super::deepseek_v3::{self, CJK_WORD};
 use crate::pretokenize::scan::cl100k::{digit_starts, other_chars, whitespace_starts, word_and_other_starts};
-use crate::pretokenize::scan::{after, before, below, Masks, Scanner};
+use crate::pretokenize::scan::{after, before, below, Masks, Scanner, BLOCK};
 
 /// The scanner of DeepSeek V3's (V3.1's, R1's, V4's) pre-tokenizer.
 pub struct DeepSeekV3;
@@ -37,17 +38,49 @@ impl Scanner for DeepSeekV3 {
 
     const HAS_BLOCK_RULES: bool = true;
 
+    const BLOCKS_PASS_CJK_WORDS: bool = true;
+
     #[inline(always)]
     fn block_starts(bytes: &[u8], start: usize, masks: &Masks, ahead: u8, trusted: usize) -> u64 {
+        // A run of CJK word chars ends the stretch before it and is a piece,
+        // as a number does and is, but whole (see the top).
+        let cjk = masks.cjk;
+        let masks = &Masks { digit: masks.digit | cjk, ..*masks };
         let mut trusted = trusted.min(before_first_control(bytes, start, masks, ahead));
         let starts = word_and_other_starts(masks, ahead)
-            | digit_starts::<3>(masks.digit)
+            | digit_starts::<3>(masks.digit & !cjk)
+            | cjk & !before(cjk)
             | whitespace_starts(masks, ahead, &mut trusted);
         // The last of two or more spaces before a digit starts a piece in the
         // cl100k family only (`whitespace_starts`, `q & before(q) & after(!space)`).
         let q = masks.space & !masks.newline;
         let last_before_digit = q & before(q) & after(masks.digit, ahead.is_ascii_digit());
         ((starts & !last_before_digit) | 1) & below(trusted)
+    }
+
+    /// The CJK word chars (`[\p{L}\p{M}]` of the CJK Split's class: all of
+    /// three bytes, E3..E9), whose runs are pieces whatever stands around them.
+    #[inline(always)]
+    fn pass_cjk_words(bytes: &[u8], start: usize, masks: &mut Masks) -> u64 {
+        let words: &ClassBits = &CJK_WORD;
+        let mut non_ascii = masks.non_ascii;
+        while non_ascii != 0 {
+            let at = non_ascii.trailing_zeros() as usize;
+            let i = start + at;
+            // A window begins at a char boundary and passes whole chars, so this is a lead byte.
+            if at + 3 > BLOCK || !(0xE3..=0xE9).contains(&bytes[i]) {
+                break;
+            }
+            let cp = u32::from(bytes[i] & 0x0F) << 12 | u32::from(bytes[i + 1] & 0x3F) << 6;
+            let ch = char::from_u32(cp | u32::from(bytes[i + 2] & 0x3F)).expect("a char of three bytes");
+            if !words.contains(ch) {
+                break;
+            }
+            masks.cjk |= 0b111 << at;
+            non_ascii &= !(0b111 << at);
+        }
+        masks.non_ascii = non_ascii;
+        non_ascii
     }
 }
 
@@ -209,6 +242,27 @@ mod tests {
                 let stretch = &text[start..end];
                 assert_eq!(scanned(stretch), reference(stretch), "{stretch:?}");
             }
+        }
+    }
+
+    /// Japanese text, whose CJK word chars the windows pass: every stretch
+    /// of a text of kana, ideographs, their punctuation and marks, the CJK
+    /// class's non-words, and ASCII of each class around them, so that each
+    /// char falls on every place of a window and across its end.
+    #[test]
+    fn hf_deepseek_scanner_on_japanese_across_windows() {
+        let text = "新しい ``ContextVar`` オブジェクトを作成します。*name* 引数は「内部」走査の目的で、使われます。\
+                    カタカナ・ひらがな゛ゞ\u{3099}ー゠ 日本1語23 . 日  本\n\t日'本 a日 (日) 龥龦 한국 é日 x\u{3000}日。";
+        let boundaries: Vec<usize> = text.char_indices().map(|(at, _)| at).chain([text.len()]).collect();
+        for (i, &start) in boundaries.iter().enumerate() {
+            for &end in boundaries[i..].iter().take_while(|&&end| end - start <= 150) {
+                let stretch = &text[start..end];
+                assert_eq!(scanned(stretch), reference(stretch), "{stretch:?}");
+            }
+        }
+        for prefix in 0..70 {
+            let long = format!("{}{}", "a 1.".repeat(20).get(..prefix).unwrap_or(""), text.repeat(3));
+            assert_eq!(scanned(&long), reference(&long));
         }
     }
 }

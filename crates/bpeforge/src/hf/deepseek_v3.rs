@@ -23,7 +23,7 @@ const CJK_RUNS: &str = "[一-龥\u{3040}-ゟ゠-ヿ]+";
 static NUMBER: LazyLock<ClassBits> = LazyLock::new(|| parsed(r"\p{N}"));
 static CJK: LazyLock<ClassBits> = LazyLock::new(|| parsed("[一-龥\u{3040}-ゟ゠-ヿ]"));
 /// The CJK chars that are `[\p{L}\p{M}]`: a run of them is a piece.
-static CJK_WORD: LazyLock<ClassBits> = LazyLock::new(|| {
+pub(super) static CJK_WORD: LazyLock<ClassBits> = LazyLock::new(|| {
     let word = parsed(r"[\p{L}\p{M}]");
     let chars = ('\u{3040}'..='\u{30FF}').chain('一'..='龥');
     ClassBits::new(chars.filter(|&ch| word.contains(ch)).map(|ch| (ch, ch)))

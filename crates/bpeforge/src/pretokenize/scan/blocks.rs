@@ -353,6 +353,8 @@ fn starts_of<S: Scanner>(
         stopping_non_ascii(bytes, start, masks.non_ascii)
     } else if S::BLOCKS_PASS_LETTERS && masks.non_ascii != 0 {
         (pass_letters(bytes, start, &mut passed, letter_leads()), false)
+    } else if S::BLOCKS_PASS_CJK_WORDS && masks.non_ascii != 0 {
+        (S::pass_cjk_words(bytes, start, &mut passed), false)
     } else {
         (masks.non_ascii, false)
     };
@@ -364,7 +366,9 @@ fn starts_of<S: Scanner>(
     // the char-by-char scanner is not sent there: in Japanese text two
     // windows in three end inside a char.
     let cut_by_end = |at: usize| {
-        S::BLOCKS_PASS_LETTERS && at + 3 >= BLOCK && bytes.get(start + at).is_some_and(|&b| b & 0xF0 == 0xE0)
+        (S::BLOCKS_PASS_LETTERS || S::BLOCKS_PASS_CJK_WORDS)
+            && at + 3 >= BLOCK
+            && bytes.get(start + at).is_some_and(|&b| b & 0xF0 == 0xE0)
     };
     let (trusted, stopped_at) = if stopping != 0 {
         let first = stopping.trailing_zeros() as usize;

@@ -41,6 +41,9 @@ pub(crate) struct Masks {
     pub slash: u64,
     /// Bytes of 0x80 and above.
     pub non_ascii: u64,
+    /// Bytes of the chars a scanner passes as CJK words
+    /// (`Scanner::pass_cjk_words`); none from a classifier.
+    pub cjk: u64,
 }
 
 /// One way to compute the masks of a block. The scanning loop is generic
@@ -320,6 +323,7 @@ mod x86 {
             apostrophe: hide(masks.apostrophe),
             slash: hide(masks.slash),
             non_ascii: hide(masks.non_ascii),
+            cjk: masks.cjk,
         }
     }
 
@@ -429,6 +433,7 @@ mod x86 {
                     apostrophe: equal(x, b'\''),
                     slash: equal(x, b'/'),
                     non_ascii: _mm512_movepi8_mask(x),
+                    cjk: 0,
                 })
             }
         }

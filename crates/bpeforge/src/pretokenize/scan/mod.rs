@@ -34,7 +34,7 @@ mod neon;
 pub(crate) mod o200k;
 
 pub(crate) use blocks::{after, before, below, for_each_batch, PieceEnds, BATCH_PIECES, BATCH_ROOM};
-pub(crate) use classify::Masks;
+pub(crate) use classify::{Masks, BLOCK};
 
 use crate::pretokenize::charclass::{flags_beyond_ascii, Flags, ASCII, CR_LF, LETTER, LOWER, NUMBER, SPACE};
 
@@ -64,6 +64,19 @@ pub(crate) trait Scanner {
     /// which tells letters apart by case, nor GPT-2 (which passes
     /// punctuation instead).
     const BLOCKS_PASS_LETTERS: bool = false;
+
+    /// Whether a window passes chars of three bytes that its
+    /// `pass_cjk_words` marks in `Masks::cjk` (DeepSeek's CJK runs, stretches
+    /// of their own, which its `block_starts` reads as it reads digits).
+    const BLOCKS_PASS_CJK_WORDS: bool = false;
+
+    /// Mark in `masks.cjk` the chars of the window at `start` that the
+    /// scanner passes, from its first non-ASCII byte up to the first it
+    /// cannot pass (each whole in the block), and take them out of
+    /// `masks.non_ascii`; what is left of it.
+    fn pass_cjk_words(_bytes: &[u8], _start: usize, _masks: &mut Masks) -> u64 {
+        unreachable!("only called where BLOCKS_PASS_CJK_WORDS")
+    }
 
     /// The piece starts among the 64 bytes at `start` (a piece start), bit
     /// `i` for byte `start + i`, from their `masks` and the byte after them,

@@ -80,6 +80,7 @@ impl Classify for Neon {
                 apostrophe: mask_of(&parts, |x| equal(x, b'\'')),
                 slash: mask_of(&parts, |x| equal(x, b'/')),
                 non_ascii: mask_of(&parts, |x| vcgeq_u8(x, vdupq_n_u8(0x80))),
+                cjk: 0,
             }
         }
     }
