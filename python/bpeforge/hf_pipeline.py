@@ -90,12 +90,10 @@ class PipelineMethods:
     _cache_size: int
 
     def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
-        """The ids of `text`, with the post-processor's special tokens around them unless `add_special_tokens=False`."""
-        try:  # no check before the call: a sentence's whole encoding is a microsecond
-            return self._core.encode(text, add_special_tokens)
-        except TypeError:
-            check_str(text)  # the error that says what to pass
-            raise
+        """The ids of `text`, with the post-processor's special tokens around them unless `add_special_tokens=False`.
+
+        A loaded tokenizer calls the core's method directly (see `_restore`); it checks the type itself."""
+        return self._core.encode(text, add_special_tokens)
 
     def encode_to_numpy(self, text: str, *, add_special_tokens: bool = True) -> np.ndarray:
         """`encode` as a uint32 array."""

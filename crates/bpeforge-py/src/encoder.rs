@@ -110,7 +110,7 @@ impl PyEncoder {
             std::thread::scope(|scope| -> PyResult<()> {
                 let worker = next.map(|group| scope.spawn(move || encode(group)));
                 for ids in &batch {
-                    lists.push(self.id_list(py, ids)?);
+                    lists.push(self.ints.list(py, ids)?);
                 }
                 py.check_signals()?;
                 if let Some(worker) = worker {
@@ -142,10 +142,6 @@ impl PyEncoder {
         let pack = |ids: Vec<u32>| PackedIds::new(ids, width);
         let sources = to_sources(paths);
         run_detached(py, observer, || encode_files(&self.inner, &sources, chunk_size, &pool, observer, pack, sink))
-    }
-
-    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        self.ints.list(py, ids)
     }
 
     /// The ids of `text`, encoded without the GIL a stretch of about
@@ -257,7 +253,7 @@ impl PyEncoder {
         fill_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let ids = self.encode_interruptible(py, &text, fill_cache, None)?;
-        self.id_list(py, &ids)
+        self.ints.list(py, &ids)
     }
 
     /// The ids of `text` for `numpy.asarray` (`IdArray`): no Python int per
@@ -438,7 +434,7 @@ impl PyEncoder {
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_mask(&allowed)?;
         let ids = self.encode_interruptible(py, &text, true, Some(&allowed))?;
-        self.id_list(py, &ids)
+        self.ints.list(py, &ids)
     }
 
     /// `encode_allowing` as `encode_to_array` returns ids.
@@ -486,7 +482,7 @@ impl PyEncoder {
                 "the bytes hold 0x{byte:02X}, which has no token in this vocabulary (token {at} of the piece)"
             )));
         }
-        self.id_list(py, &ids)
+        self.ints.list(py, &ids)
     }
 
     /// Ids are taken as Python ints of any size so that a negative or huge id
