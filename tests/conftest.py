@@ -18,6 +18,9 @@ import pytest
 # see nothing. Python's own handler again here; a process the tests start gets the default at exec.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise SIGHUP under `nohup`: test_interrupts.py's SIGHUP test starts the CLI expecting the default.
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 SPECIAL = "<|endoftext|>"
 # The CS336 fixture texts that encoding tests run on.
