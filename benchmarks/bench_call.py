@@ -5,15 +5,14 @@
 Files: the given `tokenizer.json` paths, else the full-size files of `benchmarks/fetch_hf_files.py`. Each
 library, for each file, runs in a fresh interpreter pinned with `taskset -c CPU` (`TOKENIZERS_PARALLELISM=false`,
 `RAYON_NUM_THREADS=1`) and calls its own `encode` on each sentence below `--calls` times in a loop, five
-times; the best loop gives ns a call. What is timed is what a user's loop pays: the Python call, the
-encoding and the ids in the library's own form (a list; gigatoken's NumPy array), without special tokens,
-each called as directly as the library allows (`functools.partial` for a keyword; a `lambda` where the ids
-are an attribute of the result):
+times; the best loop gives ns a call. What is timed is what a user's loop pays: the loop's body is the call a
+user writes (below), so the attribute lookup, the keyword, the encoding and the ids in the library's own form
+(a list; gigatoken's NumPy array), without special tokens:
 
-- bpeforge: `Tokenizer.from_hf(path).encode(s, add_special_tokens=False)`;
-- tokenizers: `Tokenizer.from_file(path).encode(s, add_special_tokens=False).ids`;
-- fastokens: `Tokenizer.from_file(path).encode(s, add_special_tokens=False).ids`;
-- gigatoken: `Tokenizer(path).encode(s)`.
+- bpeforge: `tok.encode(text, add_special_tokens=False)`, `tok = Tokenizer.from_hf(path)`;
+- tokenizers: `tok.encode(text, add_special_tokens=False).ids`, `tok = Tokenizer.from_file(path)`;
+- fastokens: `tok.encode(text, add_special_tokens=False).ids`, `tok = Tokenizer.from_file(path)`;
+- gigatoken: `tok.encode(text)`, `tok = Tokenizer(path)`.
 
 Each library's ids are checked equal to `tokenizers`'.
 """
@@ -21,7 +20,6 @@ Each library's ids are checked equal to `tokenizers`'.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import subprocess
@@ -37,41 +35,52 @@ SENTENCES = {
 }
 
 
-def encoder(library: str, path: str):
-    """The library's `encode` of one sentence, as a function of the sentence."""
+CALLS = {
+    "bpeforge": "tok.encode(text, add_special_tokens=False)",
+    "tokenizers": "tok.encode(text, add_special_tokens=False).ids",
+    "fastokens": "tok.encode(text, add_special_tokens=False).ids",
+    "gigatoken": "tok.encode(text)",
+}
+
+
+def loaded(library: str, path: str):
+    """The library's tokenizer of `path`."""
     if library == "bpeforge":
         import bpeforge
 
-        tok = bpeforge.Tokenizer.from_hf(path)
-        return functools.partial(tok.encode, add_special_tokens=False)
+        return bpeforge.Tokenizer.from_hf(path)
     if library in ("tokenizers", "fastokens"):
-        module = __import__(library)
-        tok = module.Tokenizer.from_file(path)
-        return lambda text: tok.encode(text, add_special_tokens=False).ids
+        return __import__(library).Tokenizer.from_file(path)
     import gigatoken
 
-    tok = gigatoken.Tokenizer(path)
-    return tok.encode
+    return gigatoken.Tokenizer(path)
+
+
+def call_loop(library: str):
+    """`loop(tok, text, calls)`: the library's call of CALLS, `calls` times, as a user's loop runs it."""
+    namespace: dict = {}
+    exec(f"def loop(tok, text, calls):\n    for _ in range(calls):\n        {CALLS[library]}\n", namespace)
+    return namespace["loop"]
 
 
 def worker(library: str, path: str, calls: int) -> dict:
     """One library on one file, in this process: ns a call and the ids of each sentence."""
     try:
-        encode = encoder(library, path)
+        tok = loaded(library, path)
     except Exception as refusal:  # each library refuses in its own exception type
         return {"refused": f"{type(refusal).__name__}: {' '.join(str(refusal).split())[:100]}"}
+    loop, once = call_loop(library), eval(f"lambda tok, text: {CALLS[library]}")
     result = {}
     for name, text in SENTENCES.items():
-        ids = [int(i) for i in encode(text)]
-        best = min(_loop(encode, text, calls) for _ in range(5))
+        ids = [int(i) for i in once(tok, text)]
+        best = min(_timed(loop, tok, text, calls) for _ in range(5))
         result[name] = {"ns": best / calls * 1e9, "ids": ids}
     return result
 
 
-def _loop(encode, text: str, calls: int) -> float:
+def _timed(loop, tok, text: str, calls: int) -> float:
     start = time.perf_counter()
-    for _ in range(calls):
-        encode(text)
+    loop(tok, text, calls)
     return time.perf_counter() - start
 
 

@@ -14,7 +14,7 @@ use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::id_list::IdInts;
 use crate::pools::{detached_on, pool_for};
-use crate::text::{utf8, utf8_for_call, LastTranscoded, WorkerErrors, WorkerUtf8, TRANSCODE_MIN_CHARS};
+use crate::text::{utf8_for_call, LastTranscoded, WorkerErrors, WorkerUtf8, TRANSCODE_MIN_CHARS};
 use crate::text_list::{kept_list, list_worker_utf8};
 
 #[pyclass(frozen, module = "bpeforge._core", name = "HfPipeline")]
@@ -32,7 +32,7 @@ impl PyHfPipeline {
         let py = text.py();
         let encode = |utf8: &str| detached_unless_short(py, utf8.len(), || self.inner.encode(utf8, add_special_tokens));
         let ids = if text.len()? < TRANSCODE_MIN_CHARS {
-            encode(utf8(text)?)
+            encode(text.to_str()?)
         } else {
             encode(utf8_for_call(std::slice::from_ref(text), &self.last_transcoded)?.to_vec()[0])
         };

@@ -1,14 +1,8 @@
 //! A Python `str` argument as `&str`, without copying it.
 //!
-//! The extension is built against the stable ABI of Python 3.9 (one wheel for
-//! 3.9+). There PyO3 gets a `str`'s UTF-8 by encoding it to a new `bytes`
-//! object and copying that into a `String`: two copies of the text per call,
-//! which made `encode_to_numpy` on 10 MB of new ASCII text 40% slower than a
-//! version-specific build. CPython keeps a `str`'s
-//! UTF-8 form (ASCII strings are their own UTF-8) and hands it out with
-//! `PyUnicode_AsUTF8AndSize`: in the stable ABI from 3.10, and exported by
-//! every CPython since 3.3, 3.9 included, so it links and runs on all the
-//! versions the wheel serves.
+//! CPython keeps a `str`'s UTF-8 form (ASCII strings are their own UTF-8)
+//! and hands it out with `PyUnicode_AsUTF8AndSize`, in the stable ABI since
+//! 3.10, which PyO3's `to_str` calls: the text is borrowed, not copied.
 //!
 //! A long `str` that is not ASCII has no UTF-8 form until CPython makes one,
 //! a character at a time; there the binding transcodes it itself
@@ -17,38 +11,16 @@
 //! with the GIL for that alone (`WorkerUtf8`).
 
 use std::collections::HashSet;
-use std::ffi::c_char;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use bpeforge::BatchText;
 use bpeforge::{push_utf8, vec_with_capacity};
 use pyo3::exceptions::PySystemError;
-use pyo3::ffi::{self, PyObject, Py_ssize_t};
+use pyo3::ffi::{self, Py_ssize_t};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-
-extern "C" {
-    fn PyUnicode_AsUTF8AndSize(unicode: *mut PyObject, size: *mut Py_ssize_t) -> *const c_char;
-}
-
-/// The UTF-8 bytes of `text`, borrowed for as long as `text` lives. A `str`
-/// with lone surrogates has no UTF-8 form: Python's UnicodeEncodeError, as
-/// PyO3's own conversion raises.
-pub fn utf8<'a>(text: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
-    let mut size: Py_ssize_t = 0;
-    // SAFETY: `text` is a live `str` (the GIL is held: we have a `Bound`); the
-    // returned buffer belongs to it and lives as long as it does, which the
-    // lifetime 'a ties to the borrow of `text`.
-    let data = unsafe { PyUnicode_AsUTF8AndSize(text.as_ptr(), &mut size) };
-    if data.is_null() {
-        return Err(PyErr::take(text.py()).unwrap_or_else(|| PySystemError::new_err("str has no UTF-8 form")));
-    }
-    // SAFETY: CPython guarantees `size` bytes of valid UTF-8 at `data`.
-    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
-    Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
-}
 
 /// Shorter `str`s are always asked of CPython: its conversion is then a few
 /// microseconds, and it keeps the result for the next call.
@@ -147,7 +119,7 @@ pub fn worker_utf8<'a>(
     let items = texts.iter().zip(lengths).zip(ways).enumerate();
     items
         .map(|(index, ((text, chars), way))| match way {
-            Way::Borrow => utf8(text).map(WorkerUtf8::Ready),
+            Way::Borrow => text.to_str().map(WorkerUtf8::Ready),
             _ => Ok(WorkerUtf8::Deferred { text: text.clone().unbind(), chars, way, index, errors }),
         })
         .collect()
@@ -195,7 +167,7 @@ impl BatchText for WorkerUtf8<'_> {
                     Err(error) => errors.keep(*index, error),
                 }
             }
-            let utf8 = utf8(text).map(|utf8| {
+            let utf8 = text.to_str().map(|utf8| {
                 // SAFETY: CPython's UTF-8 of a `str` lives as long as the
                 // `str`, which `self` holds for 'b (a `Bound` borrowed here
                 // cannot outlive the GIL, the `str` it points to can).
@@ -253,7 +225,8 @@ pub fn utf8_for_call<'a>(texts: &'a [Bound<'_, PyString>], last: &LastTranscoded
         let transcoded = if transcode { transcoder.append(text, 0..length)? } else { None };
         // Borrowed, or a lone surrogate (CPython raises its UnicodeEncodeError, as it always has).
         all.push(
-            transcoded.map_or_else(|| utf8(text).map(Utf8Text::Borrowed), |range| Ok(Utf8Text::Transcoded(range)))?,
+            transcoded
+                .map_or_else(|| text.to_str().map(Utf8Text::Borrowed), |range| Ok(Utf8Text::Transcoded(range)))?,
         );
     }
     Ok(Utf8Texts { transcoded: transcoder.into_string(), texts: all })

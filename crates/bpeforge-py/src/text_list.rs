@@ -18,10 +18,6 @@ use pyo3::types::{PyList, PyString};
 
 use crate::text::{LastTranscoded, Way, WorkerErrors, WorkerUtf8, TRANSCODE_MIN_CHARS};
 
-extern "C" {
-    fn PyUnicode_AsUTF8AndSize(unicode: *mut ffi::PyObject, size: *mut Py_ssize_t) -> *const std::ffi::c_char;
-}
-
 /// A list of `texts` (any iterable) that only this call holds: a shallow
 /// copy of a list (a reference a text, taken in C), else `list(texts)`.
 pub fn kept_list<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
@@ -98,7 +94,7 @@ unsafe fn borrowed_utf8<'a>(item: *mut ffi::PyObject, kept: &'a Bound<'_, PyList
     let mut size: Py_ssize_t = 0;
     // SAFETY: `item` is a live str (the caller vouches); the buffer belongs to it and lives as long as it does,
     // which `kept` keeps alive for 'a.
-    let data = unsafe { PyUnicode_AsUTF8AndSize(item, &mut size) };
+    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(item, &mut size) };
     if data.is_null() {
         return Err(PyErr::take(kept.py()).unwrap_or_else(|| PySystemError::new_err("str has no UTF-8 form")));
     }

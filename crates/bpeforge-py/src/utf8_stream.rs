@@ -13,7 +13,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::text::{utf8, LastTranscoded, Transcoder, TRANSCODE_MIN_CHARS};
+use crate::text::{LastTranscoded, Transcoder, TRANSCODE_MIN_CHARS};
 
 /// Characters transcoded ahead of the encoder at a time (more when the text
 /// has no place to cut in them: a megabyte-long run of one letter).
@@ -39,7 +39,7 @@ impl<'a, 'py> Utf8Stream<'a, 'py> {
         let length = text.len()?;
         // A short `str` is always borrowed: asking `last` (a lock, two allocations) was a tenth of a sentence's call.
         let transcode = length >= TRANSCODE_MIN_CHARS && last.choose(std::slice::from_ref(text), &[length])?[0];
-        let borrowed = if transcode { None } else { Some(utf8(text)?) };
+        let borrowed = if transcode { None } else { Some(text.to_str()?) };
         let transcoder = Transcoder::for_chars(if transcode { STREAM_CHARS.min(length) * 2 } else { 0 });
         let mut stream = Self { text, borrowed, transcoder, read_chars: 0, length, taken: 0 };
         if transcode {
@@ -86,7 +86,7 @@ impl<'a, 'py> Utf8Stream<'a, 'py> {
         if self.transcoder.append(self.text, next.clone())?.is_none() {
             // CPython finds the surrogate too and raises; were it to convert
             // the text after all, its UTF-8 goes on from the bytes taken.
-            let whole = utf8(self.text)?;
+            let whole = self.text.to_str()?;
             let read = self.taken + self.transcoder.as_str().len();
             self.transcoder.clear();
             self.borrowed = Some(whole);

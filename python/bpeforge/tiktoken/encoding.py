@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 from bpeforge.arguments import max_threads, thread_count
 from bpeforge.formats import rank_file, tiktoken_ranks
@@ -34,8 +34,7 @@ RANKS = {bytes([b]): b for b in range(256)} | {b" w": 256, b"or": 257, b" wor": 
 # this default is bounded quietly (tiktoken's own default on a smaller machine is nothing the caller asked for).
 TIKTOKEN_DEFAULT_THREADS = 8
 
-# (typing.Union: the `|` of typing objects needs Python 3.10, and bpeforge supports 3.9.)
-Allowed = Union[Literal["all"], Collection[str]]
+Allowed = Literal["all"] | Collection[str]
 
 
 class Encoding:
