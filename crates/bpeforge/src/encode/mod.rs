@@ -333,11 +333,26 @@ impl Encoder {
 /// call's owner if one has the room (`util/recycled.rs`), else new, on huge
 /// pages when large (`util/huge_pages.rs`). Capacity never written costs no
 /// memory.
+///
+/// A buffer of `RECYCLED_FROM_IDS` ids or more gets at least the room the
+/// recycled store keeps (`recycled::MIN_BYTES`), so that it comes back too:
+/// a warm batch of 1 MB of lines (2 MiB of room) was otherwise shrunk to its
+/// ids when handed to NumPy and freed, which left glibc's mmap threshold below
+/// the next call's request, so every call mapped a fresh buffer and faulted
+/// in its 450 pages (a sixth of a warm call of a `tokenizer.json` pipeline).
 pub fn ids_buffer(text_bytes: usize) -> Vec<u32> {
     let first_batch = pieces::hits_room(text_bytes.min(crate::pretokenize::scan::BATCH_PIECES));
-    let capacity = (text_bytes / 2 + 16).max(first_batch);
+    let mut capacity = (text_bytes / 2 + 16).max(first_batch);
+    if capacity >= RECYCLED_FROM_IDS {
+        capacity = capacity.max(crate::util::recycled::MIN_BYTES / size_of::<u32>());
+    }
     crate::util::recycled::take(capacity).unwrap_or_else(|| crate::util::huge_pages::vec_with_capacity(capacity))
 }
+
+/// Buffers of this many ids (1 MiB: calls on 512 KB of text or more) are
+/// given the recycled store's room (`ids_buffer`); a smaller one stays in
+/// the allocator's heap, where a freed buffer is reused with its pages.
+const RECYCLED_FROM_IDS: usize = 256 << 10;
 
 #[cfg(test)]
 mod tests;
