@@ -146,9 +146,16 @@ impl HfTokenizer {
     /// The ids of `text`; with `add_special_tokens`, the post-processor's around them.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, Error> {
         let mut out = crate::encode::ids_buffer(text.len());
-        let mut state = self.encoder.pooled_state();
-        self.encode_into(text, add_special_tokens, &mut Workspace::default(), &mut state, &mut out)?;
+        self.encode_append(text, add_special_tokens, &mut out)?;
         Ok(out)
+    }
+
+    /// `encode`, appending to `out`: a caller that encodes one short text
+    /// after another keeps one buffer, where a new one a call (sized for the
+    /// first batch of pieces, 2 KiB) went past the allocator's thread cache.
+    pub fn encode_append(&self, text: &str, add_special_tokens: bool, out: &mut Vec<u32>) -> Result<(), Error> {
+        let mut state = self.encoder.pooled_state();
+        self.encode_into(text, add_special_tokens, &mut Workspace::default(), &mut state, out)
     }
 
     /// Each added token and each normalized stretch of `text` between them,
