@@ -26,6 +26,7 @@ use crate::id_list::IdInts;
 use crate::jsonl::{offsets_bytearray, PyJsonlBlocks};
 use crate::observer::PyObserver;
 use crate::pools::{detached_on, pool_for};
+use crate::short_text::{short_utf8, with_thread_ids};
 use crate::sources::{to_sources, SourceArg};
 use crate::text::{utf8_for_call, worker_utf8, LastTranscoded, WorkerErrors, WorkerUtf8};
 use crate::utf8_stream::Utf8Stream;
@@ -160,16 +161,7 @@ impl PyEncoder {
     ) -> PyResult<Vec<u32>> {
         let mut source = Utf8Stream::new(text, &self.last_transcoded)?;
         let mut ids = bpeforge::ids_buffer(source.bytes_hint());
-        let (mut pooled, mut lookup_only);
-        let state: &mut EncodeState = if fill_cache {
-            pooled = self.inner.pooled_state();
-            &mut pooled
-        } else {
-            lookup_only = self.inner.lookup_only_state();
-            &mut lookup_only
-        };
-        state.expect_text(source.bytes_hint());
-        loop {
+        self.with_state(fill_cache, source.bytes_hint(), |state| loop {
             let (rest, complete) = (source.rest(), source.is_complete());
             if rest.is_empty() && complete {
                 return Ok(ids);
@@ -184,7 +176,23 @@ impl PyEncoder {
             py.check_signals()?;
             let taken = stretch.len();
             source.take(taken);
-        }
+        })
+    }
+
+    /// `work` with an encoding state for a text of about `bytes` bytes: a
+    /// pooled one, or with `fill_cache` false one that adds nothing to the
+    /// shared cache.
+    fn with_state<R>(&self, fill_cache: bool, bytes: usize, work: impl FnOnce(&mut EncodeState) -> R) -> R {
+        let (mut pooled, mut lookup_only);
+        let state: &mut EncodeState = if fill_cache {
+            pooled = self.inner.pooled_state();
+            &mut pooled
+        } else {
+            lookup_only = self.inner.lookup_only_state();
+            &mut lookup_only
+        };
+        state.expect_text(bytes);
+        work(state)
     }
 
     /// The longest stable prefix of the first `INTERRUPT_CHECK_BYTES` of
@@ -252,6 +260,13 @@ impl PyEncoder {
         text: Bound<'py, PyString>,
         fill_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
+        if let Some(utf8) = short_utf8(&text)? {
+            return with_thread_ids(|ids| {
+                let encode = |state: &mut EncodeState| self.inner.encode_allowing(utf8, None, state, ids);
+                self.with_state(fill_cache, utf8.len(), encode).map_err(to_py_err)?;
+                self.ints.list(py, ids)
+            });
+        }
         let ids = self.encode_interruptible(py, &text, fill_cache, None)?;
         self.ints.list(py, &ids)
     }

@@ -8,14 +8,13 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 
-use std::cell::Cell;
-
-use crate::detached::{detached_unless_short, HOLD_GIL_BELOW_BYTES};
+use crate::detached::detached_unless_short;
 use crate::encoder::{groups_by_weight, BATCH_CHECK_BYTES};
 use crate::errors::to_py_err;
 use crate::id_array::IdArray;
 use crate::id_list::IdInts;
 use crate::pools::{detached_on, pool_for};
+use crate::short_text::{short_utf8, with_thread_ids};
 use crate::text::{utf8_for_call, LastTranscoded, WorkerErrors, WorkerUtf8, TRANSCODE_MIN_CHARS};
 use crate::text_list::{kept_list, list_worker_utf8};
 
@@ -39,25 +38,6 @@ impl PyHfPipeline {
             encode(utf8_for_call(std::slice::from_ref(text), &self.last_transcoded)?.to_vec()[0])
         };
         ids.map_err(to_py_err)
-    }
-
-    /// The ids of a short text (`HOLD_GIL_BELOW_BYTES`, encoded with the GIL
-    /// held) as a list, through a buffer this thread keeps from call to call:
-    /// a new one a call (2 KiB) went past the allocator's thread cache, 40 ns
-    /// of a 430 ns call on one sentence.
-    fn short_list<'py>(&self, py: Python<'py>, utf8: &str, add_special_tokens: bool) -> PyResult<Bound<'py, PyList>> {
-        thread_local! {
-            static SHORT_IDS: Cell<Vec<u32>> = const { Cell::new(Vec::new()) };
-        }
-        // Taken, not borrowed: a signal handler run while the list is made may encode again.
-        let mut ids = SHORT_IDS.take();
-        ids.clear();
-        let list = match self.inner.encode_append(utf8, add_special_tokens, &mut ids) {
-            Ok(()) => self.ints.list(py, &ids),
-            Err(error) => Err(to_py_err(error)),
-        };
-        SHORT_IDS.set(ids);
-        list
     }
 
     /// All the texts' ids in one array and where each text's end, as the
@@ -108,11 +88,11 @@ impl PyHfPipeline {
             let got = text.get_type().name().map_or_else(|_| "?".to_string(), |name| name.to_string());
             PyTypeError::new_err(format!("expected str, got {got}; decode bytes to str first"))
         })?;
-        if text.len()? < HOLD_GIL_BELOW_BYTES {
-            let utf8 = text.to_str()?;
-            if utf8.len() < HOLD_GIL_BELOW_BYTES {
-                return self.short_list(text.py(), utf8, add_special_tokens);
-            }
+        if let Some(utf8) = short_utf8(text)? {
+            return with_thread_ids(|ids| match self.inner.encode_append(utf8, add_special_tokens, ids) {
+                Ok(()) => self.ints.list(text.py(), ids),
+                Err(error) => Err(to_py_err(error)),
+            });
         }
         self.ints.list(text.py(), &self.encode_detached(text, add_special_tokens)?)
     }

@@ -16,6 +16,7 @@ mod observer;
 mod pools;
 mod rank_file;
 mod reader;
+mod short_text;
 mod sources;
 mod text;
 mod text_list;
