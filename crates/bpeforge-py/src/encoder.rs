@@ -179,6 +179,26 @@ impl PyEncoder {
         })
     }
 
+    /// The ids of `text` as a list: a short text's through the thread's
+    /// buffer (`short_text.rs`), a longer one's as `encode_interruptible`
+    /// gives them.
+    fn list_of<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyString>,
+        fill_cache: bool,
+        allowed: Option<&[bool]>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let Some(utf8) = short_utf8(text)? else {
+            return self.ints.list(py, &self.encode_interruptible(py, text, fill_cache, allowed)?);
+        };
+        with_thread_ids(|ids| {
+            let encode = |state: &mut EncodeState| self.inner.encode_allowing(utf8, allowed, state, ids);
+            self.with_state(fill_cache, utf8.len(), encode).map_err(to_py_err)?;
+            self.ints.list(py, ids)
+        })
+    }
+
     /// `work` with an encoding state for a text of about `bytes` bytes: a
     /// pooled one, or with `fill_cache` false one that adds nothing to the
     /// shared cache.
@@ -260,15 +280,7 @@ impl PyEncoder {
         text: Bound<'py, PyString>,
         fill_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        if let Some(utf8) = short_utf8(&text)? {
-            return with_thread_ids(|ids| {
-                let encode = |state: &mut EncodeState| self.inner.encode_allowing(utf8, None, state, ids);
-                self.with_state(fill_cache, utf8.len(), encode).map_err(to_py_err)?;
-                self.ints.list(py, ids)
-            });
-        }
-        let ids = self.encode_interruptible(py, &text, fill_cache, None)?;
-        self.ints.list(py, &ids)
+        self.list_of(py, &text, fill_cache, None)
     }
 
     /// The ids of `text` for `numpy.asarray` (`IdArray`): no Python int per
@@ -448,8 +460,7 @@ impl PyEncoder {
         allowed: Vec<bool>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_mask(&allowed)?;
-        let ids = self.encode_interruptible(py, &text, true, Some(&allowed))?;
-        self.ints.list(py, &ids)
+        self.list_of(py, &text, true, Some(&allowed))
     }
 
     /// `encode_allowing` as `encode_to_array` returns ids.
@@ -480,7 +491,7 @@ impl PyEncoder {
     /// The leftmost special token in `text` among those `which` marks, or None.
     fn find_special(&self, py: Python<'_>, text: &str, which: Vec<bool>) -> PyResult<Option<String>> {
         self.check_mask(&which)?;
-        let found = py.detach(|| self.inner.find_special(text, &which));
+        let found = detached_unless_short(py, text.len(), || self.inner.find_special(text, &which));
         Ok(found.map(|index| self.inner.special_tokens()[index].clone()))
     }
 
