@@ -54,6 +54,50 @@ impl MergeDeltas {
         }
     }
 
+    /// Add `other`'s changes to these, leaving `other` empty: the changes of
+    /// one merge whose words several threads walked, each its own words.
+    pub fn absorb(&mut self, other: &mut MergeDeltas) {
+        for (pair, change) in other.changes.drain() {
+            let mine = self.changes.entry(pair).or_insert(Change { delta: 0, gained: NO_WORDS });
+            mine.delta += change.delta;
+            if change.gained != NO_WORDS {
+                if mine.gained == NO_WORDS {
+                    mine.gained = self.lists_used as u32;
+                    if self.lists_used == self.gained.len() {
+                        self.gained.push(Vec::new());
+                    }
+                    self.lists_used += 1;
+                }
+                self.gained[mine.gained as usize].extend_from_slice(&other.gained[change.gained as usize]);
+            }
+        }
+        other.clear_lists();
+    }
+
+    /// Every changed pair with its total change and the words that gained
+    /// it, as one list for `visit`, then start afresh (`drain`, all at once,
+    /// for threads to share).
+    pub fn drain_all(&mut self, visit: impl FnOnce(&[(Pair, i64, &[u32])])) {
+        let changes: Vec<(Pair, i64, &[u32])> = self
+            .changes
+            .iter()
+            .map(|(&pair, change)| match change.gained {
+                NO_WORDS => (pair, change.delta, &[][..]),
+                list => (pair, change.delta, &self.gained[list as usize][..]),
+            })
+            .collect();
+        visit(&changes);
+        self.changes.clear();
+        self.clear_lists();
+    }
+
+    fn clear_lists(&mut self) {
+        for words in &mut self.gained[..self.lists_used] {
+            words.clear();
+        }
+        self.lists_used = 0;
+    }
+
     /// Hand over every changed pair with its total change and the words that
     /// gained it (empty if none), and start afresh.
     pub fn drain(&mut self, mut visit: impl FnMut(Pair, i64, &[u32])) {
@@ -64,10 +108,7 @@ impl MergeDeltas {
             };
             visit(pair, change.delta, words);
         }
-        for words in &mut self.gained[..self.lists_used] {
-            words.clear();
-        }
-        self.lists_used = 0;
+        self.clear_lists();
     }
 }
 

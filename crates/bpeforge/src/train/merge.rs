@@ -23,6 +23,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::deltas::MergeDeltas;
+use super::holder_walk::{walk, Walkers, SHARED_WALK};
 use super::pairs::PairTable;
 use super::queue::{Candidate, MergeQueue};
 use super::table::PretokenCounts;
@@ -30,10 +31,6 @@ use super::word::{Pair, WordStore};
 use crate::bpe::merges::Merge;
 use crate::error::Error;
 use crate::progress::{Observer, Phase};
-use crate::util::prefetch::prefetch;
-
-/// How many holders ahead `apply` prefetches.
-const PREFETCH_AHEAD: usize = 8;
 
 /// Options users expect from other trainers, off by default (CS336 has neither).
 #[derive(Debug, Clone, Copy, Default)]
@@ -76,21 +73,22 @@ pub fn learn_merges_from(
     limits: MergeLimits,
     observer: &dyn Observer,
 ) -> Result<Learned, Error> {
-    learn_merges_accepting(start, max_merges, limits, |_, _| true, observer)
+    learn_merges_accepting(start, max_merges, limits, |_, _| true, None, observer)
 }
 
 /// `learn_merges_from`, never merging a pair of tokens `accept` refuses (SuperBPE's
 /// rules): the best pair it accepts wins. A pair's tokens are fixed bytes, so a
-/// refusal is for good.
+/// refusal is for good. With a `pool`, the pair table is built on its threads.
 pub fn learn_merges_accepting(
     start: Start,
     max_merges: usize,
     limits: MergeLimits,
     accept: impl Fn(&[u8], &[u8]) -> bool,
+    pool: Option<&rayon::ThreadPool>,
     observer: &dyn Observer,
 ) -> Result<Learned, Error> {
     let fixed_tokens = start.fixed_tokens;
-    let mut state = MergeState::new(start, limits.max_token_length);
+    let mut state = MergeState::new(start, limits.max_token_length, pool);
     let tokens_before = fixed_tokens + state.tokens();
     // `max_merges` comes from the user's vocab_size: never size memory by it
     // (a vocab_size of 2**32 would ask for 32 GB up front).
@@ -156,11 +154,14 @@ pub fn byte_symbols() -> Vec<Arc<[u8]>> {
     (0..=255u8).map(|b| Arc::from([b].as_slice())).collect()
 }
 
-struct MergeState {
+struct MergeState<'p> {
+    pool: Option<&'p rayon::ThreadPool>,
     words: WordStore,
     word_counts: Vec<u64>,
     /// Pair count changes of the merge being applied (kept to reuse its memory).
     deltas: MergeDeltas,
+    /// The threads' holders and changes in a merge they share (`holder_walk.rs`).
+    walkers: Walkers,
     pairs: PairTable,
     queue: MergeQueue,
     /// Symbol id -> bytes; ids 0..256 are the single bytes.
@@ -169,22 +170,33 @@ struct MergeState {
     max_token_length: usize,
 }
 
-impl MergeState {
-    fn new(start: Start, max_token_length: Option<usize>) -> Self {
+impl<'p> MergeState<'p> {
+    fn new(start: Start, max_token_length: Option<usize>, pool: Option<&'p rayon::ThreadPool>) -> Self {
         let Start { words, word_counts, symbols, sparse_pairs, .. } = start;
         let symbol_ids = symbols.iter().enumerate().map(|(id, bytes)| (bytes.clone(), id as u32)).collect();
         let mut state = Self {
+            pool,
             words,
             word_counts,
             deltas: MergeDeltas::default(),
+            walkers: Walkers::default(),
             pairs: PairTable::default(),
             queue: MergeQueue::default(),
             symbols,
             symbol_ids,
             max_token_length: max_token_length.unwrap_or(usize::MAX),
         };
-        state.pairs = PairTable::from_words(&state.words, &state.word_counts, sparse_pairs);
+        state.pairs = state.pair_table(sparse_pairs);
         state
+    }
+
+    /// The pair table of the words, built on the pool's threads if any.
+    fn pair_table(&self, sparse: bool) -> PairTable {
+        let build = || PairTable::from_words(&self.words, &self.word_counts, sparse);
+        match self.pool {
+            Some(pool) => pool.install(build),
+            None => build(),
+        }
     }
 
     /// Sum over the words of count x length.
@@ -236,7 +248,7 @@ impl MergeState {
             if self.admit_band(2) {
                 return true;
             }
-            self.pairs = PairTable::from_words(&self.words, &self.word_counts, false);
+            self.pairs = self.pair_table(false);
         }
         self.admit_band(1)
     }
@@ -260,44 +272,41 @@ impl MergeState {
     fn apply(&mut self, pair: Pair) -> u32 {
         let symbols = self.symbols.len();
         let new = self.symbol_for_merge(pair);
+        // A symbol just made: the table holds no pair with it.
+        let made = (new as usize >= symbols).then_some(new);
         if (new as usize) < symbols && self.pairs.is_sparse() {
             // An existing symbol: its pairs that count 1 are about to gain.
             self.pairs.add_missing(&self.words, &self.word_counts, new);
         }
-        let span = self.pairs.remove(pair).range();
-        let Self { words, word_counts, pairs, deltas, .. } = self;
-        let holders = &pairs.arena()[span];
-        for (i, &index) in holders.iter().enumerate() {
-            // The holders are scattered over the arena and each visit was a
-            // chain of cache misses (start, then symbols), most of the loop's
-            // time: ask for the start and count of a word two steps ahead,
-            // and for the symbols of the word one step ahead, whose start has
-            // arrived by then.
-            if let Some(&ahead) = holders.get(i + 2 * PREFETCH_AHEAD) {
-                words.prefetch_start(ahead);
-                prefetch(&word_counts[ahead as usize]);
-            }
-            if let Some(&ahead) = holders.get(i + PREFETCH_AHEAD) {
-                words.prefetch_symbols(ahead);
-            }
-            let count = word_counts[index as usize] as i64;
-            words.merge(index, pair, new, |changed, delta| {
-                // The merged pair's own count goes as a whole, below.
-                if changed != pair {
-                    deltas.add(changed, delta * count, index);
-                }
-            });
-        }
+        let taken = self.pairs.remove(pair);
+        let Self { pool, words, word_counts, pairs, deltas, walkers, .. } = self;
+        let holders = pairs.holders(taken);
+        let shared_pool = pool.filter(|pool| pool.current_num_threads() > 1 && holders.len() >= SHARED_WALK);
+        let removed = match shared_pool {
+            Some(pool) => walkers.walk_shared(pool, &words.shared(), word_counts, holders, pair, new, deltas),
+            // SAFETY: one thread merges every word.
+            None => unsafe { walk(&words.shared(), word_counts, holders, pair, new, deltas) },
+        };
+        words.forget_removed(removed);
         let mut deltas = std::mem::take(&mut self.deltas);
-        deltas.drain(|changed, delta, gained| self.apply_delta(changed, delta, gained));
+        match shared_pool {
+            Some(pool) => deltas.drain_all(|changes| {
+                for (changed, count) in self.pairs.change_all(changes, made, pool) {
+                    if self.queue.admits(count as u64) {
+                        self.queue.push(self.candidate(changed, count as u64));
+                    }
+                }
+            }),
+            None => deltas.drain(|changed, delta, gained| self.apply_delta(changed, delta, gained, made)),
+        }
         self.deltas = deltas;
         self.words.compact_if_sparse();
         new
     }
 
     /// One pair's total change in a merge, with the words that gained it.
-    fn apply_delta(&mut self, pair: Pair, delta: i64, gained: &[u32]) {
-        let live = self.pairs.change(pair, delta, gained);
+    fn apply_delta(&mut self, pair: Pair, delta: i64, gained: &[u32], made: Option<u32>) {
+        let live = self.pairs.change(pair, delta, gained, made);
         if delta > 0 && self.queue.admits(live as u64) {
             self.queue.push(self.candidate(pair, live as u64));
         }

@@ -40,7 +40,8 @@ pub fn learn_superwords_cs336(
     drop(counts);
     // Nearly every line is distinct, and so are most pairs of its tokens.
     start.sparse_pairs = true;
-    learn_merges_accepting(start, new_merges, limits, |left, right| rules.allows_pair(left, right), observer)
+    let accept = |left: &[u8], right: &[u8]| rules.allows_pair(left, right);
+    learn_merges_accepting(start, new_merges, limits, accept, Some(pool), observer)
 }
 
 /// The bytes, then one token per inherited merge, ranked in their order.

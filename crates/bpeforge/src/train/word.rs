@@ -18,7 +18,9 @@
 //! arena, 4 bytes a byte, would otherwise stay at its first size while the
 //! merged tokens grow to several times the pre-token.
 
-use crate::util::prefetch::prefetch;
+use std::marker::PhantomData;
+
+use crate::util::prefetch::{prefetch, prefetch_address, L1};
 
 /// Below this many entries, the arena is never compacted.
 const MIN_COMPACT: usize = 1 << 20;
@@ -72,25 +74,18 @@ impl WordStore {
         self.symbols(word).windows(2).map(|w| (w[0], w[1]))
     }
 
-    /// Hint that `word`'s length and symbols will be read soon (its start
-    /// should be in cache by then: see `prefetch_start`).
-    #[inline]
-    pub fn prefetch_symbols(&self, word: u32) {
-        if let Some(&start) = self.starts.get(word as usize) {
-            if let Some(len) = self.arena.get(start) {
-                prefetch(len);
-            }
-        }
+    /// The words, to merge from several threads at once (`SharedWords`).
+    pub fn shared(&mut self) -> SharedWords<'_> {
+        SharedWords { arena: self.arena.as_mut_ptr(), starts: &self.starts, words: PhantomData }
     }
 
-    #[inline]
-    pub fn prefetch_start(&self, word: u32) {
-        if let Some(start) = self.starts.get(word as usize) {
-            prefetch(start);
-        }
+    /// Count `removed` symbols that merges through `shared` took out.
+    pub fn forget_removed(&mut self, removed: usize) {
+        self.live -= removed;
     }
 
     /// Merge `pair` into `new` inside one word (see `merge_symbols`).
+    #[cfg(test)]
     pub fn merge(&mut self, word: u32, pair: Pair, new: u32, changed: impl FnMut(Pair, i64)) {
         let start = self.starts[word as usize];
         let len = self.arena[start] as usize;
@@ -114,6 +109,59 @@ impl WordStore {
             arena.extend_from_slice(word);
         }
         self.arena = arena;
+    }
+}
+
+/// The words of a `WordStore`, for threads that merge pairs each in its own
+/// words (a merge of a pair held by many words, `merge_parallel.rs`): a word
+/// is its own span of the arena, so merges in distinct words never touch
+/// the same memory.
+pub struct SharedWords<'a> {
+    arena: *mut u32,
+    starts: &'a [usize],
+    words: PhantomData<&'a mut [u32]>,
+}
+
+// SAFETY: the pointer is to the arena the `&mut WordStore` behind `shared`
+// lends; `merge`'s contract keeps two threads off one word.
+unsafe impl Sync for SharedWords<'_> {}
+
+impl SharedWords<'_> {
+    /// `WordStore::merge`; returns how many symbols the word lost (to pass
+    /// to `forget_removed`).
+    ///
+    /// # Safety
+    /// No other thread may merge `word` at the same time.
+    pub unsafe fn merge(&self, word: u32, pair: Pair, new: u32, changed: impl FnMut(Pair, i64)) -> usize {
+        let start = self.starts[word as usize];
+        // SAFETY: `start` is where the word lies in the arena, its length then
+        // its symbols, all within the arena; no other thread touches them.
+        let (length, symbols) = unsafe {
+            let length = &mut *self.arena.add(start);
+            let len = *length as usize;
+            (length, std::slice::from_raw_parts_mut(self.arena.add(start + 1), len))
+        };
+        let len = symbols.len();
+        let new_len = merge_symbols(symbols, pair, new, changed);
+        *length = new_len as u32;
+        len - new_len
+    }
+
+    #[inline]
+    pub fn prefetch_start(&self, word: u32) {
+        if let Some(start) = self.starts.get(word as usize) {
+            prefetch(start);
+        }
+    }
+
+    /// Hint that `word`'s length and symbols will be read soon (its start
+    /// should be in cache by then: see `prefetch_start`).
+    #[inline]
+    pub fn prefetch_symbols(&self, word: u32) {
+        if let Some(&start) = self.starts.get(word as usize) {
+            // A hint only: the address is computed, never read.
+            prefetch_address::<L1, u32>(self.arena.wrapping_add(start));
+        }
     }
 }
 
