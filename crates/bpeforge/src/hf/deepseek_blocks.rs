@@ -21,7 +21,7 @@
 //! three Splits run one after the other in `deepseek_v3.rs`).
 
 use super::class_run::ClassBits;
-use super::deepseek_v3::{self, CJK_WORD};
+use super::deepseek_v3::{self, CJK_WORD, PASSED_PUNCTUATION};
 use crate::pretokenize::scan::cl100k::{digit_starts, other_chars, whitespace_starts, word_and_other_starts};
 use crate::pretokenize::scan::{after, before, below, Masks, Scanner, BLOCK};
 
@@ -59,24 +59,36 @@ impl Scanner for DeepSeekV3 {
     }
 
     /// The CJK word chars (`[\p{L}\p{M}]` of the CJK Split's class: all of
-    /// three bytes, E3..E9), whose runs are pieces whatever stands around them.
+    /// three bytes, E3..E9), whose runs are pieces whatever stands around
+    /// them, and the punctuation of three bytes outside that class
+    /// (`PASSED_PUNCTUATION`), whose bytes the masks already class as
+    /// "other" (no letter, digit or space bit): the rules take a run of them
+    /// as they take ASCII punctuation, and a letter after one as a run of
+    /// its own (the char's last byte follows its other bytes, so it leads no
+    /// letter), as the word regex does. Sent char by char, `、` and `。`
+    /// cost DeepSeek V3 a fifth of its time on Japanese lines.
+    /// The ideographs and kana letters of `leads` (`letters_of_three::leads_from`:
+    /// all CJK words) are passed at once; the loop looks up only the rest.
     #[inline(always)]
-    fn pass_cjk_words(bytes: &[u8], start: usize, masks: &mut Masks) -> u64 {
-        let words: &ClassBits = &CJK_WORD;
-        let mut non_ascii = masks.non_ascii;
+    fn pass_cjk_words(bytes: &[u8], start: usize, masks: &mut Masks, leads: u64) -> u64 {
+        let (words, punctuation): (&ClassBits, &ClassBits) = (&CJK_WORD, &PASSED_PUNCTUATION);
+        let led = leads | leads << 1 | leads << 2;
+        masks.cjk |= led;
+        let mut non_ascii = masks.non_ascii & !led;
         while non_ascii != 0 {
             let at = non_ascii.trailing_zeros() as usize;
             let i = start + at;
             // A window begins at a char boundary and passes whole chars, so this is a lead byte.
-            if at + 3 > BLOCK || !(0xE3..=0xE9).contains(&bytes[i]) {
+            if at + 3 > BLOCK || bytes[i] & 0xF0 != 0xE0 {
                 break;
             }
             let cp = u32::from(bytes[i] & 0x0F) << 12 | u32::from(bytes[i + 1] & 0x3F) << 6;
             let ch = char::from_u32(cp | u32::from(bytes[i + 2] & 0x3F)).expect("a char of three bytes");
-            if !words.contains(ch) {
+            if words.contains(ch) {
+                masks.cjk |= 0b111 << at;
+            } else if !punctuation.contains(ch) {
                 break;
             }
-            masks.cjk |= 0b111 << at;
             non_ascii &= !(0b111 << at);
         }
         masks.non_ascii = non_ascii;
@@ -194,6 +206,16 @@ mod tests {
         "日本",
         "カタカナ",
         "・",
+        "、",
+        "。",
+        "「",
+        "」",
+        "（",
+        "）",
+        "！",
+        "…",
+        "─",
+        "‘",
         "\u{3000}",
         "\u{301}",
         "١٢",

@@ -215,8 +215,8 @@ impl PieceEnds {
     /// The pieces of the text's last bytes (fewer than `WINDOW`) but the
     /// last, from a window of them followed by spaces, which the rules take
     /// as they take the end of the text (`Scanner::ends_as_if_spaces_followed`);
-    /// the char-by-char scanner then finds where the last piece ends (the
-    /// window may have stopped trusting its rules before it). A window
+    /// the char-by-char scanner then finds where the last piece ends where
+    /// the window stopped trusting its rules before the pad. A window
     /// stopped by a char it cannot pass gives the pieces before that char;
     /// the char-by-char scanner takes those after it, until a window of
     /// what is left of the tail may be tried again (`scalar_turn`).
@@ -239,7 +239,10 @@ impl PieceEnds {
         // stopped it (`starts_of` keeps the starts it trusts), as a whole
         // window does; the char-by-char scanner takes over from its last.
         self.scalar_until = if stopped_at == start { bytes.len() } else { stopped_at };
-        let starts = starts & below(tail.len());
+        // A start in the pad, still trusted, ends the last piece at the text's end: no match ending
+        // there looked past it but through `(?!\S)` (`Scanner::ends_as_if_spaces_followed`). Found
+        // char by char, a line's last piece was a sixteenth of DeepSeek V3's time on lines.
+        let starts = starts & below(tail.len() + 1);
         self.push_starts(start, starts & !1);
         self.start = start + (63 - starts.leading_zeros() as usize);
     }
@@ -250,8 +253,8 @@ impl PieceEnds {
         S::HAS_BLOCK_RULES && self.start >= self.scalar_until && self.start + WINDOW <= bytes.len()
     }
 
-    /// The char-by-char scanner's pieces, one at least, until a window or
-    /// a tail's window fits or the batch is full.
+    /// The char-by-char scanner's pieces, one at least unless the text is
+    /// done, until a window or a tail's window fits or the batch is full.
     ///
     /// Out of line, and compiled for the x86-64 baseline whatever the
     /// level, so that the window loop is small: inlined, the char-by-char
@@ -261,7 +264,7 @@ impl PieceEnds {
     /// the loop's vector constants after; out of line that is once a turn.
     #[inline(never)]
     fn scalar_turn<S: Scanner>(&mut self, bytes: &[u8]) {
-        loop {
+        while self.start < bytes.len() {
             let start = self.start;
             let end = S::piece_end(bytes, start);
             debug_assert!(end > start);
@@ -354,7 +357,7 @@ fn starts_of<S: Scanner>(
     } else if S::BLOCKS_PASS_LETTERS && masks.non_ascii != 0 {
         (pass_letters(bytes, start, &mut passed, letter_leads()), false)
     } else if S::BLOCKS_PASS_CJK_WORDS && masks.non_ascii != 0 {
-        (S::pass_cjk_words(bytes, start, &mut passed), false)
+        (S::pass_cjk_words(bytes, start, &mut passed, letter_leads()), false)
     } else {
         (masks.non_ascii, false)
     };

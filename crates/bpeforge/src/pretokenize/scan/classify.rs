@@ -412,6 +412,8 @@ mod x86 {
                     xa0: equal(x, 0xA0),
                     xbb: equal(x, 0xBB),
                     xb8_bf: in_range(x, 0xB8, 8),
+                    e9: equal(x, 0xE9),
+                    xbe_bf: in_range(x, 0xBE, 2),
                 })
             }
         }

@@ -79,13 +79,19 @@ pub(super) struct LeadBytes {
     pub xbb: u64,
     /// `B8..=BF`: U+4E00..U+4FFF after `E4`.
     pub xb8_bf: u64,
+    pub e9: u64,
+    /// `BE..=BF`: U+9F80..U+9FFF after `E9`.
+    pub xbe_bf: u64,
 }
 
 /// The lead bytes of the letters `LeadBytes` tells, each with its two
 /// other bytes in the block (so a lead at byte 62 or 63 is not one): the
-/// CJK ideographs U+4E00..U+9FFF, and the kana U+3041..U+30FF but for
+/// CJK ideographs U+4E00..U+9F7F, and the kana U+3041..U+30FF but for
 /// U+3097..U+309C, U+30A0 and U+30FB (not letters). A lead byte (E3..E9)
-/// never continues a char, so each is a char's start.
+/// never continues a char, so each is a char's start. The ideographs stop
+/// short of U+9FFF so that every one is also in DeepSeek's CJK class
+/// (`一-龥`, up to U+9FA5), whose windows take these leads as CJK words
+/// (`hf/deepseek_blocks.rs`); the few past it are passed a char at a time.
 #[inline(always)]
 pub(super) fn leads_from(b: &LeadBytes) -> u64 {
     let (second, third) = (|mask: u64| mask >> 1, |mask: u64| mask >> 2);
@@ -93,7 +99,7 @@ pub(super) fn leads_from(b: &LeadBytes) -> u64 {
     let kana = second(b.x82) & !third(b.x97_9c | b.xa0);
     let katakana = second(b.x83) & !third(b.xbb);
     let kana = b.e3 & (hiragana | kana | katakana);
-    let ideographs = b.e5_e9 | (b.e4 & second(b.xb8_bf));
+    let ideographs = (b.e5_e9 & !(b.e9 & second(b.xbe_bf))) | (b.e4 & second(b.xb8_bf));
     (kana | ideographs) & ((1 << (BLOCK - 2)) - 1)
 }
 
@@ -163,6 +169,8 @@ pub(super) fn lead_bytes_of(block: &[u8; BLOCK]) -> LeadBytes {
         xa0: mask(&|b| b == 0xA0),
         xbb: mask(&|b| b == 0xBB),
         xb8_bf: mask(&|b| (0xB8..=0xBF).contains(&b)),
+        e9: mask(&|b| b == 0xE9),
+        xbe_bf: mask(&|b| (0xBE..=0xBF).contains(&b)),
     }
 }
 
@@ -185,7 +193,7 @@ mod tests {
             let Some(ch) = char::from_u32(cp) else { continue };
             let mut encoded = [0; 4];
             let encoded = ch.encode_utf8(&mut encoded).as_bytes();
-            let expected = is_letter(cp) && (0x3041..0x3100).contains(&cp) || (0x4E00..0xA000).contains(&cp);
+            let expected = is_letter(cp) && (0x3041..0x3100).contains(&cp) || (0x4E00..0x9F80).contains(&cp);
             for at in [0, 30, 61, 62] {
                 let mut block = [b'a'; BLOCK];
                 block[at..(at + 3).min(BLOCK)].copy_from_slice(&encoded[..(BLOCK - at).min(3)]);

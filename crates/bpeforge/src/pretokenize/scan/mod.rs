@@ -73,8 +73,10 @@ pub(crate) trait Scanner {
     /// Mark in `masks.cjk` the chars of the window at `start` that the
     /// scanner passes, from its first non-ASCII byte up to the first it
     /// cannot pass (each whole in the block), and take them out of
-    /// `masks.non_ascii`; what is left of it.
-    fn pass_cjk_words(_bytes: &[u8], _start: usize, _masks: &mut Masks) -> u64 {
+    /// `masks.non_ascii`; what is left of it. `leads` are the lead bytes of
+    /// the CJK ideographs and kana letters the classifier found by their
+    /// bytes (`Classify::letter_leads`; 0 where it finds none).
+    fn pass_cjk_words(_bytes: &[u8], _start: usize, _masks: &mut Masks, _leads: u64) -> u64 {
         unreachable!("only called where BLOCKS_PASS_CJK_WORDS")
     }
 
