@@ -20,6 +20,7 @@ use rustc_hash::FxHashSet;
 use super::merge::{byte_symbols, learn_merges_from, MergeLimits, Start};
 use super::part_cache::PartCache;
 use super::table::PretokenCounts;
+use super::word::WordStore;
 use super::{check_counted_specials, stats_of, CountsFile, TrainOptions, TrainStats};
 use crate::bpe::merges::{show, Merge};
 use crate::bpe::vocab::Vocabulary;
@@ -169,7 +170,10 @@ pub(super) fn start_from_base(counts: &PretokenCounts, vocab: &Vocabulary, pool:
             .collect()
     });
 
-    let mut start = Start { symbols, ..Start::default() };
+    let words = encoded.iter().map(|chunk| chunk.lens.len()).sum();
+    let symbols_in_words = encoded.iter().map(|chunk| chunk.symbols.len()).sum();
+    let mut start = Start { symbols, words: WordStore::with_capacity(words, symbols_in_words), ..Start::default() };
+    start.word_counts.reserve_exact(words);
     for chunk in encoded {
         start.fixed_tokens += chunk.fixed_tokens;
         let mut at = 0;
