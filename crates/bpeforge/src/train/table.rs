@@ -68,18 +68,33 @@ impl<L: Eq + Hash> CountTable<L> {
         })
     }
 
-    /// Every pre-token with its count, in no particular order.
+    /// Every pre-token with its count, in no particular order: the short
+    /// ones (`for_each_short`), then the long ones (`long`).
     pub fn for_each(&self, mut visit: impl FnMut(&[u8], u64))
     where
         L: AsRef<[u8]>,
     {
+        self.for_each_short(&mut visit);
+        for (bytes, n) in self.long() {
+            visit(bytes, n);
+        }
+    }
+
+    /// Every short pre-token with its count (unpacked into a buffer, so
+    /// only for the visit).
+    pub fn for_each_short(&self, mut visit: impl FnMut(&[u8], u64)) {
         for (key, n) in self.short.iter() {
             let (buf, len) = unpack(&key);
             visit(&buf[..len], n);
         }
-        for (bytes, &n) in &self.long {
-            visit(bytes.as_ref(), n);
-        }
+    }
+
+    /// Every long pre-token with its count, borrowed from the table.
+    pub fn long(&self) -> impl Iterator<Item = (&[u8], u64)> + '_
+    where
+        L: AsRef<[u8]>,
+    {
+        self.long.iter().map(|(bytes, &n)| (bytes.as_ref(), n))
     }
 }
 
