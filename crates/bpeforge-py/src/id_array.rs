@@ -34,15 +34,12 @@ pub struct IdArray {
 unsafe impl Send for IdArray {}
 unsafe impl Sync for IdArray {}
 
-/// Allocations of at least this many bytes keep their capacity (unwritten,
-/// it holds no memory) to be recycled; smaller ones are shrunk to their ids.
-const RECYCLED_MIN_BYTES: usize = 4 << 20;
-
 impl IdArray {
     pub fn new(ids: Vec<u32>) -> Self {
         // A small buffer gives back its unused capacity (heap memory the
-        // allocator may have touched), so the array holds no more than its ids.
-        let ids = if ids.capacity() * size_of::<u32>() < RECYCLED_MIN_BYTES {
+        // allocator may have touched), so the array holds no more than its ids;
+        // one the recycled store takes keeps it (unwritten, it holds no memory).
+        let ids = if ids.capacity() * size_of::<u32>() < bpeforge::RECYCLED_MIN_BYTES {
             ids.into_boxed_slice().into_vec()
         } else {
             ids

@@ -67,7 +67,7 @@ pub use train::{
     Documents, Extension, TieBreak, TrainOptions, TrainResult, TrainStats, DEFAULT_CHUNK_SIZE,
 };
 pub use util::huge_pages::vec_with_capacity;
-pub use util::recycled::give_back;
+pub use util::recycled::{give_back, MIN_BYTES as RECYCLED_MIN_BYTES};
 pub use util::simd_level::{simd_report, SimdLevel, SimdReport, SIMD_ENV};
 pub use util::threads::{max_threads, thread_count, CallPool};
 pub use util::utf32::push_utf8;

@@ -17,7 +17,9 @@ const KEPT_MAX: usize = 2;
 /// The most memory kept that NumPy freed: two outputs of calls on up to
 /// 16 MB of text each (a buffer has room for an id per two bytes).
 const KEPT_BYTES_MAX: usize = 64 << 20;
-pub(crate) const MIN_BYTES: usize = 4 << 20;
+/// The smallest buffer kept; the binding's `IdArray` keeps such a buffer's
+/// unwritten room (no memory) so that it comes back whole.
+pub const MIN_BYTES: usize = 4 << 20;
 
 /// The buffers kept: one store a process (`take`, `give_back`).
 struct Store {
