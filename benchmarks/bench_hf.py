@@ -3,8 +3,8 @@
     python benchmarks/bench_hf.py [FILE.json ...] [--files FILE.json ...] [--data ../shared/data] [--mb 1.0]
         [--cpu 0] [--repeats 3]
 
-Files: the given paths, else the fixtures of tests/data/hf (trimmed to 3,000 merges); full-size files of
-Llama 3, DeepSeek V2-V4 and Qwen2 come from `benchmarks/fetch_hf_files.py`, e.g.
+Files: the given paths, else the fixtures of tests/data/hf (trimmed to 3,000 merges); the full-size
+originals of those fixtures come from `benchmarks/fetch_hf_files.py`, e.g.
 `--files $(python benchmarks/fetch_hf_files.py)`. A file named `tokenizer.json` is shown by its folder's name.
 Documents: the first `--mb` MB of lines of the
 gutenberg and multilingual corpora (half each). Each library, for each file, runs in a fresh interpreter
