@@ -5,7 +5,12 @@
 //! (its new count, the words that gained it, or its removal) cost one probe
 //! of a table of 100 K+ pairs, a cache miss, instead of one per map.
 //!
-//! Every holder list lives in one arena of word indices, as a span. A pair
+//! The table is in shards (`shard_of`), each a map and an arena, so that it
+//! is built a shard at a time, from the occurrences of its pairs alone, on
+//! several threads (`pair_build.rs`), and a merge's changes are applied by
+//! shard on several threads (`change_all`).
+//!
+//! Every holder list lives in its shard's arena of word indices, as a span. A pair
 //! gains holders only in the merge that creates its newer symbol (only pairs
 //! with the new symbol gain count), so a list is written once, whole, when
 //! that merge ends (`change`), and only read after. A `Vec` per pair cost a
@@ -14,8 +19,8 @@
 //!
 //! Lists may hold words that lost the pair since (the merge re-checks each
 //! word). A list that is taken or dropped leaves its span in the arena as
-//! garbage; when the garbage outweighs the live lists, the arena is compacted
-//! so that memory stays in proportion to the live lists.
+//! garbage; when the garbage outweighs the live lists, the shard's arena is
+//! compacted so that memory stays in proportion to the live lists.
 //!
 //! A sparse table leaves out pairs that count 1. SuperBPE's pieces are whole
 //! lines, nearly all distinct, and most of their pairs (60% at 30 MB of
