@@ -16,6 +16,10 @@
 //! The occurrences written out take 12 bytes each; to bound that memory the
 //! shards are built in rounds, each writing out the occurrences of a run of
 //! shards of at most `ROUND` occurrences, the words read again each round.
+//! A pair that comes several times in a row in a word (a run of one symbol,
+//! `aaaa`) is written out once, its other occurrences' counts kept apart
+//! (`Written::repeats`): one shard holds all of such a run's occurrences, and
+//! a 4 MB run of one letter wrote out 48 MB of them, four times its words.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -53,7 +57,7 @@ fn build_in_rounds(words: &WordStore, counts: &[u64], sparse: bool, round: usize
     let histograms: Vec<Vec<usize>> = map_parallel(&ranges, threads, |range| {
         let mut histogram = vec![0; shards];
         for word in range.words.clone() {
-            for pair in words.pairs(word) {
+            for (pair, _) in pairs_in_rows(words, word) {
                 histogram[shard_of(pair, bits)] += 1;
             }
         }
@@ -75,12 +79,13 @@ fn build_in_rounds(words: &WordStore, counts: &[u64], sparse: bool, round: usize
         }
         let written: Vec<Written> = map_parallel(&ranges, threads, |range| {
             let histogram = &histograms[range.index];
-            write_out(words, range, &histogram[first..end], first, bits)
+            write_out(words, counts, range, &histogram[first..end], first, bits)
         });
         let round: Vec<usize> = (first..end).collect();
         built.extend(map_parallel(&round, threads, |&shard| {
             let parts: Vec<&[Occurrence]> = written.iter().map(|w| w.of(shard - first)).collect();
-            build_shard(&parts, counts, sparse)
+            let repeats = written.iter().flat_map(|w| &w.repeats[shard - first]);
+            build_shard(&parts, repeats, counts, sparse)
         }));
         first = end;
     }
@@ -125,6 +130,9 @@ struct Written {
     occurrences: Vec<Occurrence>,
     /// Where each shard's occurrences start, and the end.
     starts: Vec<usize>,
+    /// By shard: the count of the occurrences not written out, each the
+    /// same pair as the one before it in its word (`pairs_in_rows`).
+    repeats: Vec<Vec<(Pair, i64)>>,
 }
 
 impl Written {
@@ -135,7 +143,14 @@ impl Written {
 
 /// Write out the occurrences in `range` of shards `first..first +
 /// sizes.len()`, whose numbers of occurrences in `range` are `sizes`.
-fn write_out(words: &WordStore, range: &WordRange, sizes: &[usize], first: usize, bits: u32) -> Written {
+fn write_out(
+    words: &WordStore,
+    counts: &[u64],
+    range: &WordRange,
+    sizes: &[usize],
+    first: usize,
+    bits: u32,
+) -> Written {
     let mut starts = Vec::with_capacity(sizes.len() + 1);
     let mut at = 0;
     for &size in sizes {
@@ -145,21 +160,48 @@ fn write_out(words: &WordStore, range: &WordRange, sizes: &[usize], first: usize
     starts.push(at);
     let mut occurrences = vec![[0u32; 3]; at];
     let mut next = starts.clone();
+    let mut repeats: FxHashMap<Pair, i64> = FxHashMap::default();
     for word in range.words.clone() {
-        for pair in words.pairs(word) {
+        for (pair, times) in pairs_in_rows(words, word) {
             let shard = shard_of(pair, bits).wrapping_sub(first);
             if shard < sizes.len() {
                 occurrences[next[shard]] = [pair.0, pair.1, word];
                 next[shard] += 1;
+                if times > 1 {
+                    *repeats.entry(pair).or_default() += (times - 1) as i64 * counts[word as usize] as i64;
+                }
             }
         }
     }
-    Written { occurrences, starts }
+    let mut by_shard = vec![Vec::new(); sizes.len()];
+    for (pair, count) in repeats {
+        by_shard[shard_of(pair, bits) - first].push((pair, count));
+    }
+    Written { occurrences, starts, repeats: by_shard }
+}
+
+/// The pairs of `word`, each with how many times it comes in a row (a run
+/// of one symbol: `aaaa` holds `(a, a)` three times in a row), once.
+fn pairs_in_rows(words: &WordStore, word: u32) -> impl Iterator<Item = (Pair, usize)> + '_ {
+    let mut pairs = words.pairs(word).peekable();
+    std::iter::from_fn(move || {
+        let pair = pairs.next()?;
+        let mut times = 1;
+        while pairs.next_if_eq(&pair).is_some() {
+            times += 1;
+        }
+        Some((pair, times))
+    })
 }
 
 /// One shard from its occurrences, in word order: counts and holders in two
 /// passes, holder lists laid out in one arena (see `PairTable::from_words`).
-fn build_shard(parts: &[&[Occurrence]], counts: &[u64], sparse: bool) -> Shard {
+fn build_shard<'a>(
+    parts: &[&[Occurrence]],
+    repeats: impl Iterator<Item = &'a (Pair, i64)>,
+    counts: &[u64],
+    sparse: bool,
+) -> Shard {
     let mut entries: FxHashMap<Pair, Entry> = FxHashMap::default();
     // First pass: counts, and holders counted in `len`; `start` keeps the
     // last word seen + 1, so that a word holding a pair twice counts once.
@@ -169,6 +211,10 @@ fn build_shard(parts: &[&[Occurrence]], counts: &[u64], sparse: bool) -> Shard {
         if entry.holders.start != word + 1 {
             entry.holders = Span { start: word + 1, len: entry.holders.len + 1 };
         }
+    }
+    // A repeat's pair was written out once too, so its entry is there.
+    for (pair, count) in repeats {
+        entries.get_mut(pair).expect("a repeated pair is written out once").count += count;
     }
     if sparse {
         entries.retain(|_, entry| entry.count > 1);
@@ -221,6 +267,14 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_in_a_row_comes_once_with_its_times() {
+        let mut words = WordStore::default();
+        words.push_symbols(&[3, 7, 7, 7, 7, 3, 7, 7]);
+        let rows: Vec<(Pair, usize)> = pairs_in_rows(&words, 0).collect();
+        assert_eq!(rows, [((3, 7), 1), ((7, 7), 3), ((7, 3), 1), ((3, 7), 1), ((7, 7), 1)]);
+    }
+
+    #[test]
     fn shards_and_threads_count_as_one_map_does() {
         // Enough occurrences for several shards and rounds of one shard.
         let mut rng = Rng(0x0123_4567_89ab_cdef);
@@ -230,6 +284,11 @@ mod tests {
             let word: Vec<u32> = (0..2 + rng.below(30)).map(|_| rng.below(40) as u32).collect();
             words.push_symbols(&word);
             counts.push(1 + rng.below(3) as u64);
+        }
+        // Runs of one symbol, whose pairs come many times in a row.
+        for (symbol, length) in [(7, 5_000), (7, 3), (9, 70_000)] {
+            words.push_symbols(&[vec![3, symbol], vec![symbol; length], vec![3]].concat());
+            counts.push(2);
         }
         let mut expected: FxHashMap<Pair, (i64, Vec<u32>)> = FxHashMap::default();
         for word in 0..words.len() as u32 {
