@@ -2,7 +2,8 @@
 //!
 //! Immutable once built (`frozen`) but for the core's shared piece cache,
 //! which is thread-safe, so one instance is shared by any number of Python
-//! threads; every method that does real work releases the GIL.
+//! threads; every method that does real work releases the GIL, but on a
+//! text under 1 KiB (`detached::HOLD_GIL_BELOW_BYTES`).
 
 use std::panic::resume_unwind;
 use std::path::PathBuf;

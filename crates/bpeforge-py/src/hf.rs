@@ -1,7 +1,8 @@
 //! `bpeforge._core.HfPipeline`: a `tokenizer.json`'s whole pipeline
 //! (`bpeforge::hf`), behind `bpeforge.Tokenizer.from_hf` for files that are
 //! more than GPT-2's vocabulary and merges. Frozen and shared by threads;
-//! every method that encodes releases the GIL.
+//! every method that encodes releases the GIL, but on a text under 1 KiB
+//! (`detached::HOLD_GIL_BELOW_BYTES`).
 
 use bpeforge::HfTokenizer;
 use pyo3::exceptions::PyTypeError;
@@ -26,9 +27,8 @@ pub struct PyHfPipeline {
 }
 
 impl PyHfPipeline {
-    /// The ids of `text`. A short `str`'s UTF-8 is borrowed from CPython
-    /// (an ASCII `str` is its own; taken as `&str`, it was copied on every
-    /// call under the stable ABI); a long one's is as `utf8_for_call` gives it.
+    /// The ids of `text`. Its UTF-8 is borrowed from CPython (an ASCII
+    /// `str` is its own), but a long one's is as `utf8_for_call` gives it.
     fn encode_detached(&self, text: &Bound<'_, PyString>, add_special_tokens: bool) -> PyResult<Vec<u32>> {
         let py = text.py();
         let encode = |utf8: &str| detached_unless_short(py, utf8.len(), || self.inner.encode(utf8, add_special_tokens));

@@ -81,10 +81,7 @@ impl MergeDeltas {
         let changes: Vec<(Pair, i64, &[u32])> = self
             .changes
             .iter()
-            .map(|(&pair, change)| match change.gained {
-                NO_WORDS => (pair, change.delta, &[][..]),
-                list => (pair, change.delta, &self.gained[list as usize][..]),
-            })
+            .map(|(&pair, change)| (pair, change.delta, words_of(&self.gained, change.gained)))
             .collect();
         visit(&changes);
         self.changes.clear();
@@ -102,13 +99,17 @@ impl MergeDeltas {
     /// gained it (empty if none), and start afresh.
     pub fn drain(&mut self, mut visit: impl FnMut(Pair, i64, &[u32])) {
         for (pair, change) in self.changes.drain() {
-            let words = match change.gained {
-                NO_WORDS => &[][..],
-                list => &self.gained[list as usize][..],
-            };
-            visit(pair, change.delta, words);
+            visit(pair, change.delta, words_of(&self.gained, change.gained));
         }
         self.clear_lists();
+    }
+}
+
+/// The words of a change's `gained` list among `lists` (none for `NO_WORDS`).
+fn words_of(lists: &[Vec<u32>], gained: u32) -> &[u32] {
+    match gained {
+        NO_WORDS => &[],
+        list => &lists[list as usize],
     }
 }
 

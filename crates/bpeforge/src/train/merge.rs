@@ -292,9 +292,7 @@ impl<'p> MergeState<'p> {
         match shared_pool {
             Some(pool) => deltas.drain_all(|changes| {
                 for (changed, count) in self.pairs.change_all(changes, made, pool) {
-                    if self.queue.admits(count as u64) {
-                        self.queue.push(self.candidate(changed, count as u64));
-                    }
+                    self.offer(changed, count);
                 }
             }),
             None => deltas.drain(|changed, delta, gained| self.apply_delta(changed, delta, gained, made)),
@@ -307,8 +305,15 @@ impl<'p> MergeState<'p> {
     /// One pair's total change in a merge, with the words that gained it.
     fn apply_delta(&mut self, pair: Pair, delta: i64, gained: &[u32], made: Option<u32>) {
         let live = self.pairs.change(pair, delta, gained, made);
-        if delta > 0 && self.queue.admits(live as u64) {
-            self.queue.push(self.candidate(pair, live as u64));
+        if delta > 0 {
+            self.offer(pair, live);
+        }
+    }
+
+    /// Queue `pair`, whose count grew to `count`, if the queue takes it.
+    fn offer(&mut self, pair: Pair, count: i64) {
+        if self.queue.admits(count as u64) {
+            self.queue.push(self.candidate(pair, count as u64));
         }
     }
 

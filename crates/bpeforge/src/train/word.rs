@@ -99,11 +99,9 @@ impl WordStore {
     /// Merge `pair` into `new` inside one word (see `merge_symbols`).
     #[cfg(test)]
     pub fn merge(&mut self, word: u32, pair: Pair, new: u32, changed: impl FnMut(Pair, i64)) {
-        let start = self.starts[word as usize];
-        let len = self.arena[start] as usize;
-        let new_len = merge_symbols(&mut self.arena[start + 1..start + 1 + len], pair, new, changed);
-        self.arena[start] = new_len as u32;
-        self.live -= len - new_len;
+        // SAFETY: `&mut self`: no other thread merges any word.
+        let removed = unsafe { self.shared().merge(word, pair, new, changed) };
+        self.forget_removed(removed);
     }
 
     /// Rewrite the arena without the merges' garbage when that is most of
@@ -125,7 +123,7 @@ impl WordStore {
 }
 
 /// The words of a `WordStore`, for threads that merge pairs each in its own
-/// words (a merge of a pair held by many words, `merge_parallel.rs`): a word
+/// words (a merge of a pair held by many words, `holder_walk.rs`): a word
 /// is its own span of the arena, so merges in distinct words never touch
 /// the same memory.
 pub struct SharedWords<'a> {
